@@ -1,0 +1,421 @@
+"""The read side: open a snapshot, search it, show chunks, report status. Read-only."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import time
+from dataclasses import asdict, dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .pathclass import FLAG_DOCS, FLAG_EXAMPLE, FLAG_GENERATED, FLAG_TEST, FLAG_VENDORED
+from .chunker import Chunk
+from .dense import DenseIndex
+from .errors import IndexerError, NotARepositoryError
+from .fusion import FusionConfig, confidence, recency_score, rrf
+from .lexical import LexicalIndex
+from .store import current_snapshot, default_index_dir, read_manifest
+from .tokens import code_terms, identifiers, lexical_terms, path_terms, split_identifier
+from .vectors import StaticVectors
+
+__all__ = ["Index", "SearchResult", "build_index"]
+
+
+def build_index(*args: Any, **kwargs: Any) -> Any:
+    """Build (see indexer.build.build_index); imported lazily so searching never loads pygit2."""
+    from .build import build_index as _build
+
+    return _build(*args, **kwargs)
+
+_ASKS_FOR = {
+    FLAG_TEST: {"test", "tests", "testing", "pytest", "unittest", "spec", "fixture", "fixtures", "mock"},
+    FLAG_EXAMPLE: {"example", "examples", "demo", "sample", "tutorial", "benchmark", "bench"},
+    FLAG_DOCS: {"doc", "docs", "documentation", "readme", "guide", "changelog", "rst", "markdown"},
+    FLAG_VENDORED: {"compat", "compatibility", "vendor", "vendored", "legacy", "deprecated"},
+    FLAG_GENERATED: {"dist", "build", "generated", "bundle"},
+}
+
+
+@dataclass
+class SearchResult:
+    id: str
+    path: str
+    start_line: int
+    end_line: int
+    symbol: str
+    qualname: str
+    kind: str
+    language: str
+    signature: str
+    score: float
+    confidence: float
+    similarity: float
+    keyword: float
+    recency: float
+    text: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        if data["text"] is None:
+            del data["text"]
+        return data
+
+
+@dataclass(frozen=True)
+class Query:
+    text: str
+    lexical: list[str]
+    dense: list[str]
+    identifiers: set[str]  # lowercased identifier-like words
+    terms: set[str]  # unstemmed code terms
+    symbol_like: bool
+
+
+_IDENT_SHAPE = re.compile(r"[a-z][A-Z]|_|\.|::|\(\)|^[A-Z][a-z]+[A-Z]")
+
+
+def parse_query(text: str) -> Query:
+    words = text.split()
+    idents = identifiers(text)
+    shaped = [w for w in words if _IDENT_SHAPE.search(w)]
+    symbol_like = (len(words) <= 3 and bool(shaped)) or len(words) == 1
+    lowered = {w.lower() for w in idents}
+    return Query(
+        text=text,
+        lexical=lexical_terms(text),
+        dense=code_terms(text),
+        identifiers=lowered,
+        terms=set(code_terms(text)),
+        symbol_like=symbol_like,
+    )
+
+
+class Index:
+    """A read-only view of one repository's current index snapshot."""
+
+    def __init__(self, snapshot: Path, fusion: FusionConfig | None = None,
+                 vectors: StaticVectors | None = None) -> None:
+        self.snapshot = snapshot
+        self.manifest = read_manifest(snapshot)
+        self.fusion = fusion or FusionConfig.load()
+        self._vectors = vectors
+
+    # -- opening ---------------------------------------------------------------------------------
+    @classmethod
+    def open(
+        cls,
+        repo: str | os.PathLike[str] | None = None,
+        index_dir: str | os.PathLike[str] | None = None,
+        fusion: FusionConfig | None = None,
+    ) -> Index:
+        if index_dir is None:
+            index_dir = default_index_dir(_git_dir(repo))
+        return cls(current_snapshot(Path(index_dir)), fusion)
+
+    # -- lazily loaded parts (a cold `indexer search` loads only what it needs) ------------------
+    @cached_property
+    def vectors(self) -> StaticVectors:
+        if self._vectors is not None:
+            return self._vectors
+        info = self.manifest.get("vectors", {})
+        table = StaticVectors.load(Path(info["dir"]) if info.get("dir") else None)
+        if table.dim != info.get("dims") or len(table.vocab) != info.get("vocab_size"):
+            raise IndexerError(
+                "the static vector table changed since this index was built; run `indexer build`"
+            )
+        return table
+
+    @cached_property
+    def lexical(self) -> LexicalIndex:
+        return LexicalIndex.load(self.snapshot)
+
+    @cached_property
+    def dense(self) -> DenseIndex:
+        return DenseIndex.load(self.snapshot)
+
+    @cached_property
+    def _fids(self) -> np.ndarray:
+        return np.load(self.snapshot / "chunk_fids.npy", allow_pickle=False)
+
+    @cached_property
+    def _fid_lookup(self) -> tuple[np.ndarray, np.ndarray]:
+        order = np.argsort(self._fids)
+        return self._fids[order], order
+
+    @cached_property
+    def _chunk_file(self) -> np.ndarray:
+        return np.load(self.snapshot / "chunk_file.npy", allow_pickle=False)
+
+    @cached_property
+    def _chunk_flags(self) -> np.ndarray:
+        return np.load(self.snapshot / "chunk_flags.npy", allow_pickle=False)
+
+    @cached_property
+    def _columns(self) -> dict[str, list[str]]:
+        data: dict[str, list[str]] = json.loads(
+            (self.snapshot / "columns.json").read_text(encoding="utf-8"))
+        return data
+
+    @cached_property
+    def files(self) -> list[dict[str, Any]]:
+        data: list[dict[str, Any]] = json.loads(
+            (self.snapshot / "files.json").read_text(encoding="utf-8"))
+        return data
+
+    @cached_property
+    def _file_times(self) -> np.ndarray:
+        return np.asarray([f["time"] for f in self.files], dtype=np.int64)
+
+    @cached_property
+    def _offsets(self) -> tuple[np.ndarray, np.ndarray]:
+        return (np.load(self.snapshot / "chunk_offsets.npy", allow_pickle=False),
+                np.load(self.snapshot / "text_offsets.npy", allow_pickle=False))
+
+    @property
+    def commit(self) -> str:
+        return str(self.manifest["commit"])
+
+    def __len__(self) -> int:
+        return int(self.manifest["counts"]["chunks"])
+
+    # -- chunk access ----------------------------------------------------------------------------
+    def chunk_at(self, row: int, with_text: bool = True) -> Chunk:
+        meta_off, text_off = self._offsets
+        with (self.snapshot / "chunks.jsonl").open("rb") as fh:
+            fh.seek(int(meta_off[row]))
+            record = json.loads(fh.read(int(meta_off[row + 1] - meta_off[row])))
+        text = ""
+        if with_text:
+            with (self.snapshot / "texts.bin").open("rb") as fh:
+                fh.seek(int(text_off[row]))
+                text = fh.read(int(text_off[row + 1] - text_off[row])).decode("utf-8")
+        return Chunk(**record, text=text)
+
+    def row_of(self, chunk_id: str) -> int:
+        if not re.fullmatch(r"[0-9a-f]{16}", chunk_id):
+            raise IndexerError(f"not a chunk id: {chunk_id!r} (expected 16 hex digits)")
+        from .dense import faiss_id
+
+        sorted_fids, order = self._fid_lookup
+        fid = faiss_id(chunk_id)
+        pos = int(np.searchsorted(sorted_fids, fid))
+        if pos >= len(sorted_fids) or sorted_fids[pos] != fid:
+            raise IndexerError(f"no chunk with id {chunk_id} in the index")
+        return int(order[pos])
+
+    def show(self, chunk_id: str) -> Chunk:
+        return self.chunk_at(self.row_of(chunk_id))
+
+    # -- search ----------------------------------------------------------------------------------
+    def search(self, query: str, k: int = 10, *, with_text: bool = False,
+               cut: bool = True) -> list[SearchResult]:
+        if not isinstance(query, str) or not query.strip():
+            raise IndexerError("the query is empty")
+        if k < 1:
+            raise IndexerError("k must be at least 1")
+        if len(self) == 0:
+            return []
+        ranked = self.rank(parse_query(query), k, cut=cut)
+        return [self._result(row, scores, with_text) for row, scores in ranked]
+
+    def rank(self, q: Query, k: int, cut: bool = True,
+             retrievers: tuple[str, ...] = ("bm25", "dense")) -> list[tuple[int, dict[str, float]]]:
+        cfg = self.fusion
+        n_cand = min(int(cfg["candidates"]), len(self))
+        weights = cfg["retriever_weights"]["symbol" if q.symbol_like else "natural"]
+
+        bm25, coverage = self.lexical.score(q.lexical)
+        hits = np.nonzero(bm25 > 0)[0]
+        top_bm25 = hits[np.argsort(-bm25[hits], kind="stable")][:n_cand]
+
+        qvec = self.vectors.embed_terms(q.dense)
+        if not qvec.any():
+            top_dense = np.zeros(0, dtype=np.int64)
+            dense_sims = np.zeros(0, dtype=np.float32)
+        else:
+            sims, fids = self.dense.search(qvec, n_cand)
+            valid = fids >= 0
+            top_dense = self._rows_of_fids(fids[valid])
+            dense_sims = sims[valid]
+
+        lists: list[tuple[np.ndarray, float]] = []
+        if "bm25" in retrievers:
+            lists.append((top_bm25, float(weights["bm25"])))
+        if "dense" in retrievers:
+            lists.append((top_dense, float(weights["dense"])))
+        fused = rrf(lists, float(cfg["rrf_k"]))
+        if not fused:
+            return []
+        rows = np.fromiter(fused, dtype=np.int64, count=len(fused))
+        scores = np.fromiter(fused.values(), dtype=np.float64, count=len(fused))
+
+        # Cosine similarity of every candidate (the dense list has it; others are reconstructed).
+        sim_of = dict(zip(top_dense.tolist(), dense_sims.tolist(), strict=True))
+        missing = [r for r in rows.tolist() if r not in sim_of]
+        if missing and qvec.any():
+            vecs = self.dense.reconstruct(self._fids[np.asarray(missing)])
+            for r, s in zip(missing, (vecs @ qvec).tolist(), strict=True):
+                sim_of[r] = s
+        similarity = np.asarray([sim_of.get(r, 0.0) for r in rows.tolist()], dtype=np.float32)
+
+        scores = self._rerank(q, rows, scores)
+        order = np.argsort(-scores, kind="stable")
+        rows, scores, similarity = rows[order], scores[order], similarity[order]
+        rows, scores, similarity = self._saturate(rows, scores, similarity)
+
+        keyword = coverage[rows]
+        recency = recency_score(self._file_times[self._chunk_file[rows]],
+                                int(self.manifest["commit_time"]),
+                                float(cfg["recency_half_life_days"]))
+        conf = confidence(similarity, keyword, recency, cfg)
+
+        rule = cfg["threshold"]
+        if cut:
+            if float(similarity.max(initial=0)) < rule["min_similarity"] and len(top_bm25) == 0:
+                return []
+            keep = conf >= rule["relative"] * float(conf[: max(k, 1)].max(initial=0))
+            keep[: int(rule["min_results"])] = True
+            rows, scores, similarity = rows[keep], scores[keep], similarity[keep]
+            keyword, recency, conf = keyword[keep], recency[keep], conf[keep]
+        out = []
+        for i in range(min(k, len(rows))):
+            out.append((int(rows[i]), {
+                "score": float(scores[i]), "confidence": float(conf[i]),
+                "similarity": float(similarity[i]), "keyword": float(keyword[i]),
+                "recency": float(recency[i]),
+            }))
+        return out
+
+    def _rows_of_fids(self, fids: np.ndarray) -> np.ndarray:
+        sorted_fids, order = self._fid_lookup
+        pos = np.searchsorted(sorted_fids, fids)
+        return order[np.clip(pos, 0, len(order) - 1)].astype(np.int64)
+
+    def _rerank(self, q: Query, rows: np.ndarray, scores: np.ndarray) -> np.ndarray:
+        """Code-aware multipliers: definitions named by the query, path matches, file coherence,
+        and demotion of tests/examples/docs/vendored/generated code unless the query asks."""
+        w = self.fusion["rerank"]
+        symbols = self._columns["symbols"]
+        kinds = self._columns["kinds"]
+        files = self._chunk_file[rows]
+        flags = self._chunk_flags[rows]
+        asked = 0
+        for flag, words in _ASKS_FOR.items():
+            if q.terms & words:
+                asked |= flag
+        out = scores.copy()
+        # File coherence: how many candidates share the file (top of the fused list only).
+        top = np.argsort(-scores)[:50]
+        file_counts: dict[int, int] = {}
+        for f in files[top].tolist():
+            file_counts[f] = file_counts.get(f, 0) + 1
+        for i, row in enumerate(rows.tolist()):
+            mult = 1.0
+            symbol = symbols[row].lower()
+            if w["definition"] and kinds[row] in ("function", "method", "class") and symbol:
+                if symbol in q.identifiers:
+                    mult *= 1.0 + w["definition"]
+                elif len(symbol) > 3 and q.symbol_like:
+                    parts = split_identifier(symbols[row])
+                    if parts and all(p in q.terms for p in parts):
+                        mult *= 1.0 + 0.5 * w["definition"]
+            f = int(files[i])
+            if w["path"]:
+                mult *= 1.0 + w["path"] * self._path_match(f, q)
+            if w["coherence"]:
+                mult *= 1.0 + w["coherence"] * math.log1p(max(0, file_counts.get(f, 1) - 1))
+            bad = int(flags[i]) & ~asked
+            if bad:
+                mult *= w["demote"]
+            out[i] *= mult
+        return out
+
+    @cached_property
+    def _path_term_sets(self) -> list[tuple[set[str], set[str]] | None]:
+        return [None] * len(self.files)
+
+    def _path_match(self, file: int, q: Query) -> float:
+        cached = self._path_term_sets[file]
+        if cached is None:
+            parts = self.files[file]["path"].rsplit("/", 1)
+            cached = (set(path_terms(parts[-1].rsplit(".", 1)[0])),
+                      set(path_terms(parts[0])) if len(parts) == 2 else set())
+            self._path_term_sets[file] = cached
+        stem_terms, dir_terms = cached
+        score = 0.0
+        if stem_terms:
+            score += len(stem_terms & q.terms) / len(stem_terms)
+        if dir_terms:
+            score += 0.5 * len(dir_terms & q.terms) / len(dir_terms)
+        return min(score, 1.5)
+
+    def _saturate(self, rows: np.ndarray, scores: np.ndarray,
+                  similarity: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        factor = float(self.fusion["rerank"]["saturation"])
+        if factor >= 1.0:
+            return rows, scores, similarity
+        seen: dict[int, int] = {}
+        adjusted = scores.copy()
+        for i, f in enumerate(self._chunk_file[rows].tolist()):
+            n = seen.get(f, 0)
+            adjusted[i] *= factor**n
+            seen[f] = n + 1
+        order = np.argsort(-adjusted, kind="stable")
+        return rows[order], adjusted[order], similarity[order]
+
+    def _result(self, row: int, s: dict[str, float], with_text: bool) -> SearchResult:
+        c = self.chunk_at(row, with_text=with_text)
+        return SearchResult(
+            id=c.id, path=c.path, start_line=c.start_line, end_line=c.end_line,
+            symbol=c.symbol, qualname=c.qualname, kind=c.kind, language=c.language,
+            signature=c.signature, score=round(s["score"], 6),
+            confidence=round(s["confidence"], 4), similarity=round(s["similarity"], 4),
+            keyword=round(s["keyword"], 4), recency=round(s["recency"], 4),
+            text=c.text if with_text else None,
+        )
+
+    # -- status ----------------------------------------------------------------------------------
+    def status(self) -> dict[str, Any]:
+        m = self.manifest
+        return {
+            "commit": m["commit"],
+            "commit_time": m.get("commit_time"),
+            "created": m.get("created"),
+            "tool_version": m.get("tool_version"),
+            "format_version": m.get("format_version"),
+            "snapshot": str(self.snapshot),
+            "counts": m["counts"],
+            "languages": m.get("languages", {}),
+            "artifact_bytes": sum(f["bytes"] for f in m["files"].values()),
+            "files": {name: info["bytes"] for name, info in m["files"].items()},
+        }
+
+
+def _git_dir(repo: str | os.PathLike[str] | None) -> str:
+    """The git directory of `repo` without importing pygit2 (keeps cold searches fast)."""
+    start = Path(repo if repo is not None else os.getcwd()).resolve()
+    if not start.exists():
+        raise NotARepositoryError(f"not a git repository: {start} (no such path)")
+    for candidate in (start, *start.parents):
+        dot_git = candidate / ".git"
+        if dot_git.is_dir():
+            return str(dot_git)
+        if dot_git.is_file():  # worktree or submodule: "gitdir: <path>"
+            text = dot_git.read_text(encoding="utf-8").strip()
+            if text.startswith("gitdir:"):
+                return str((candidate / text[7:].strip()).resolve())
+        if (candidate / "HEAD").is_file() and (candidate / "objects").is_dir():
+            return str(candidate)  # bare repository
+    raise NotARepositoryError(f"not a git repository: {start}")
+
+
+def timed_search(index: Index, query: str, k: int) -> tuple[list[SearchResult], float]:
+    start = time.perf_counter()
+    results = index.search(query, k)
+    return results, (time.perf_counter() - start) * 1000

@@ -1,0 +1,524 @@
+"""Cut one file into chunks: definitions via tree-sitter, everything else by bounded windows.
+
+A chunk is a function/method, a class summary (header, docstring, member signatures), a block of
+module-level code outside any definition, or a window of a text file. Oversized definitions are
+split at statement boundaries with their signature repeated as context.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import asdict, dataclass
+from functools import cache
+from typing import Any
+
+from .languages import SPECS, LanguageSpec
+
+CHUNKER_VERSION = 1
+MAX_CHUNK_LINES = 120  # a definition longer than this is split
+MODULE_BLOCK_LINES = 60  # module-level code and text windows
+WINDOW_OVERLAP = 8
+MAX_SIGNATURE_CHARS = 300
+MAX_DOCSTRING_CHARS = 600
+
+
+@dataclass(frozen=True)
+class Chunk:
+    id: str
+    path: str
+    language: str
+    kind: str  # function | method | class | module | section | text
+    symbol: str
+    qualname: str
+    signature: str
+    docstring: str
+    start_line: int  # 1-based, inclusive
+    end_line: int
+    start_byte: int
+    end_byte: int
+    blob: str
+    text: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def chunk_id(path: str, kind: str, qualname: str, ordinal: int) -> str:
+    """Stable id: the same definition at the same path gets the same id in every build."""
+    key = f"{path}\0{kind}\0{qualname}\0{ordinal}".encode()
+    return hashlib.blake2b(key, digest_size=8).hexdigest()
+
+
+@cache
+def _parser(grammar: str) -> Any:
+    from tree_sitter_language_pack import get_parser
+
+    return get_parser(grammar)  # type: ignore[arg-type]
+
+
+@dataclass
+class _Def:
+    kind: str
+    name: str
+    qualname: str
+    start_byte: int  # including wrappers and leading doc comments
+    end_byte: int
+    start_line: int  # 0-based
+    end_line: int
+    sig_end_line: int  # last line of the signature (0-based)
+    signature: str
+    docstring: str
+    body: Any  # tree-sitter node of the body, or None
+    members: list[_Def]
+
+
+class _FileChunker:
+    def __init__(self, path: str, language: str, blob: str, data: bytes) -> None:
+        self.path = path
+        self.language = language
+        self.blob = blob
+        self.data = data
+        self.lines = data.decode("utf-8", errors="replace").splitlines()
+        self.line_starts = _line_starts(data)
+        self.chunks: list[Chunk] = []
+        self._seen: dict[tuple[str, str], int] = {}
+
+    # -- output ----------------------------------------------------------------------------------
+    def emit(
+        self,
+        kind: str,
+        symbol: str,
+        qualname: str,
+        start_line: int,
+        end_line: int,
+        text: str,
+        signature: str = "",
+        docstring: str = "",
+    ) -> None:
+        if not text.strip():
+            return
+        key = (kind, qualname)
+        ordinal = self._seen.get(key, 0)
+        self._seen[key] = ordinal + 1
+        start_byte = self.line_starts[min(start_line, len(self.line_starts) - 1)]
+        end_byte = self.line_starts[min(end_line + 1, len(self.line_starts) - 1)]
+        self.chunks.append(
+            Chunk(
+                id=chunk_id(self.path, kind, qualname, ordinal),
+                path=self.path,
+                language=self.language,
+                kind=kind,
+                symbol=symbol,
+                qualname=qualname,
+                signature=signature,
+                docstring=docstring,
+                start_line=start_line + 1,
+                end_line=end_line + 1,
+                start_byte=start_byte,
+                end_byte=end_byte,
+                blob=self.blob,
+                text=text,
+            )
+        )
+
+    def line_text(self, start: int, end: int) -> str:
+        return "\n".join(self.lines[start : end + 1])
+
+    # -- windows for text and module-level code ------------------------------------------------
+    def windows(
+        self, kind: str, symbol: str, qualname: str, start: int, end: int, size: int
+    ) -> None:
+        if end - start + 1 <= size:
+            self.emit(kind, symbol, qualname, start, end, self.line_text(start, end))
+            return
+        step = max(1, size - WINDOW_OVERLAP)
+        pos = start
+        while pos <= end:
+            stop = min(end, pos + size - 1)
+            self.emit(kind, symbol, qualname, pos, stop, self.line_text(pos, stop))
+            if stop == end:
+                break
+            pos += step
+
+    def text_file(self) -> None:
+        if self.language == "markdown":
+            self.markdown()
+        else:
+            self.windows("text", _stem(self.path), "", 0, len(self.lines) - 1, MODULE_BLOCK_LINES)
+
+    def markdown(self) -> None:
+        sections: list[tuple[int, str]] = [(0, _stem(self.path))]
+        fenced = False
+        for number, line in enumerate(self.lines):
+            if line.lstrip().startswith(("```", "~~~")):
+                fenced = not fenced
+            elif not fenced and line.startswith("#"):
+                heading = line.lstrip("#").strip()
+                if number == 0:
+                    sections[0] = (0, heading)
+                else:
+                    sections.append((number, heading))
+        for i, (start, heading) in enumerate(sections):
+            end = sections[i + 1][0] - 1 if i + 1 < len(sections) else len(self.lines) - 1
+            if end >= start:
+                self.windows("section", heading, heading, start, end, MODULE_BLOCK_LINES)
+
+    # -- code ------------------------------------------------------------------------------------
+    def code_file(self, spec: LanguageSpec) -> None:
+        tree = _parser(spec.grammar).parse(self.data)
+        root = tree.root_node
+        defs = self.collect(spec, root, [])
+        covered = [False] * len(self.lines)
+        for d in defs:
+            self.emit_def(d, spec)
+            for line in range(d.start_line, min(d.end_line, len(self.lines) - 1) + 1):
+                covered[line] = True
+        self.module_code(covered)
+
+    def module_code(self, covered: list[bool]) -> None:
+        """Imports, constants and top-level statements: runs of lines outside definitions."""
+        block_start: int | None = None
+        for number in range(len(self.lines) + 1):
+            inside = number < len(self.lines) and not covered[number]
+            if inside and block_start is None:
+                block_start = number
+            elif not inside and block_start is not None:
+                start, end = block_start, number - 1
+                while start <= end and not self.lines[start].strip():
+                    start += 1
+                while end >= start and not self.lines[end].strip():
+                    end -= 1
+                if start <= end:
+                    self.windows("module", _stem(self.path), "<module>", start, end,
+                                 MODULE_BLOCK_LINES)
+                block_start = None
+
+    def collect(self, spec: LanguageSpec, node: Any, scope: list[str]) -> list[_Def]:
+        found: list[_Def] = []
+        pending_comments: list[Any] = []
+        for child in node.named_children:
+            if child.type in spec.comment_types:
+                if pending_comments and child.start_point[0] > pending_comments[-1].end_point[0] + 1:
+                    pending_comments = []
+                pending_comments.append(child)
+                continue
+            comments = pending_comments
+            if comments and child.start_point[0] > comments[-1].end_point[0] + 1:
+                comments = []
+            pending_comments = []
+            definition = self.as_definition(spec, child, scope, comments)
+            if definition is not None:
+                found.append(definition)
+            elif child.type in spec.transparent:
+                found.extend(self.collect(spec, child, scope))
+        return found
+
+    def as_definition(
+        self, spec: LanguageSpec, node: Any, scope: list[str], comments: list[Any]
+    ) -> _Def | None:
+        outer = node
+        inner = node
+        # Unwrap decorators/export/template, possibly nested (export default class ...).
+        for _ in range(3):
+            if inner.type not in spec.wrappers:
+                break
+            candidates = [
+                c
+                for c in inner.named_children
+                if c.type in spec.functions
+                or c.type in spec.containers
+                or c.type in spec.wrappers
+                or (spec.function_values and c.type in ("lexical_declaration", "variable_declaration"))
+            ]
+            if not candidates:
+                return None
+            inner = candidates[-1]
+        kind, body = self.classify(spec, inner)
+        if kind is None:
+            return None
+        name = _node_name(inner, self.data) or "<anonymous>"
+        if spec.name == "go" and inner.type == "method_declaration":
+            receiver = _go_receiver(inner, self.data)
+            if receiver:
+                scope = [*scope, receiver]
+        qualname = ".".join([*scope, name])
+        start_node = comments[0] if comments else outer
+        start_line = start_node.start_point[0]
+        end_line = outer.end_point[0]
+        if outer.end_point[1] == 0 and end_line > start_line:
+            end_line -= 1
+        sig_end = body.start_point[0] if body is not None else inner.start_point[0]
+        sig_end = max(inner.start_point[0], min(sig_end, end_line))
+        signature = _signature(inner, body, self.data)
+        docstring = _docstring(spec, body, comments, self.data)
+        is_container = kind == "class"
+        if kind == "function" and scope:
+            kind = "method"
+        members: list[_Def] = []
+        if is_container and body is not None:
+            members = self.collect(spec, body, [*scope, name])
+        return _Def(
+            kind=kind,
+            name=name,
+            qualname=qualname,
+            start_byte=start_node.start_byte,
+            end_byte=outer.end_byte,
+            start_line=start_line,
+            end_line=end_line,
+            sig_end_line=sig_end,
+            signature=signature,
+            docstring=docstring,
+            body=body,
+            members=members,
+        )
+
+    def classify(self, spec: LanguageSpec, node: Any) -> tuple[str | None, Any]:
+        """('function'|'class'|None, body node)."""
+        t = node.type
+        if spec.name == "zig":
+            return _zig_classify(node)
+        if t in spec.containers:
+            body = node.child_by_field_name("body")
+            if body is None:
+                for c in node.named_children:
+                    if c.type.endswith(("body", "declaration_list", "field_declaration_list",
+                                        "enumerator_list", "block", "template_body")):
+                        body = c
+            if t == "type_declaration":  # go: type X struct {...}
+                return "class", None
+            return "class", body
+        if t in spec.functions:
+            return "function", node.child_by_field_name("body")
+        if t in ("lexical_declaration", "variable_declaration") and spec.function_values:
+            declarators = [c for c in node.named_children if c.type == "variable_declarator"]
+            if len(declarators) == 1:
+                value = declarators[0].child_by_field_name("value")
+                if value is not None and value.type in spec.function_values:
+                    return "function", value.child_by_field_name("body")
+        return None, None
+
+    def emit_def(self, d: _Def, spec: LanguageSpec) -> None:
+        if d.kind == "class":
+            self.emit_class(d, spec)
+            return
+        length = d.end_line - d.start_line + 1
+        if length <= MAX_CHUNK_LINES or d.body is None:
+            self.emit(d.kind, d.name, d.qualname, d.start_line, d.end_line,
+                      self.line_text(d.start_line, d.end_line), d.signature, d.docstring)
+            return
+        self.split_def(d)
+
+    def split_def(self, d: _Def) -> None:
+        """Split a long definition at statement boundaries, repeating the signature."""
+        header = self.line_text(d.start_line, d.sig_end_line)
+        statements = [c for c in d.body.named_children]
+        groups: list[tuple[int, int]] = []
+        cur_start = d.start_line
+        cur_end = d.sig_end_line
+        for st in statements:
+            s, e = st.start_point[0], st.end_point[0]
+            if e < cur_end:
+                continue
+            if cur_end - cur_start + 1 > 0 and e - cur_start + 1 > MAX_CHUNK_LINES and cur_end >= cur_start:
+                groups.append((cur_start, cur_end))
+                cur_start = max(s, cur_end + 1)
+            cur_end = max(cur_end, e)
+        cur_end = max(cur_end, d.end_line)
+        groups.append((cur_start, cur_end))
+        for i, (s, e) in enumerate(groups):
+            # Very long single statements still get windowed.
+            for ws in range(s, e + 1, MAX_CHUNK_LINES):
+                we = min(e, ws + MAX_CHUNK_LINES - 1)
+                text = self.line_text(ws, we)
+                if i > 0 or ws > s:
+                    text = f"{header}\n    ...\n{text}"
+                self.emit(d.kind, d.name, d.qualname, ws, we, text, d.signature,
+                          d.docstring if i == 0 else "")
+
+    def emit_class(self, d: _Def, spec: LanguageSpec) -> None:
+        """Class chunk = its lines with member bodies elided to their signatures."""
+        skip: set[int] = set()
+        for m in d.members:
+            keep_until = m.sig_end_line
+            if spec.python_docstrings and m.docstring and m.body is not None:
+                first = m.body.named_children[0] if m.body.named_children else None
+                if first is not None:
+                    keep_until = max(keep_until, first.end_point[0])
+            skip.update(range(keep_until + 1, m.end_line + 1))
+        kept = [n for n in range(d.start_line, d.end_line + 1) if n not in skip]
+        out: list[str] = []
+        last = None
+        for n in kept:
+            if last is not None and n != last + 1:
+                indent = len(self.lines[last]) - len(self.lines[last].lstrip()) if last < len(self.lines) else 0
+                out.append(" " * (indent + 4) + "...")
+            if n < len(self.lines):
+                out.append(self.lines[n])
+            last = n
+        text = "\n".join(out)
+        if len(out) > MAX_CHUNK_LINES * 2:
+            text = "\n".join(out[: MAX_CHUNK_LINES * 2]) + "\n    ..."
+        self.emit("class", d.name, d.qualname, d.start_line, d.end_line, text,
+                  d.signature, d.docstring)
+        for m in d.members:
+            self.emit_def(m, spec)
+
+
+def chunk_file(path: str, language: str, blob: str, data: bytes) -> list[Chunk]:
+    """All chunks of one file. Never raises on bad syntax: tree-sitter recovers."""
+    chunker = _FileChunker(path, language, blob, data)
+    if not chunker.lines:
+        return []
+    spec = SPECS.get(language)
+    if spec is None:
+        chunker.text_file()
+    else:
+        chunker.code_file(spec)
+    return chunker.chunks
+
+
+# -- helpers -------------------------------------------------------------------------------------
+
+def _line_starts(data: bytes) -> list[int]:
+    starts = [0]
+    pos = data.find(b"\n")
+    while pos != -1:
+        starts.append(pos + 1)
+        pos = data.find(b"\n", pos + 1)
+    starts.append(len(data))
+    return starts
+
+
+def _stem(path: str) -> str:
+    name = path.rsplit("/", 1)[-1]
+    return name.split(".", 1)[0] or name
+
+
+_NAME_TYPES = (
+    "identifier",
+    "field_identifier",
+    "type_identifier",
+    "property_identifier",
+    "constant",
+    "name",
+    "word",
+    "simple_identifier",
+    "namespace_identifier",
+    "IDENTIFIER",
+    "qualified_identifier",
+    "destructor_name",
+    "operator_name",
+    "private_property_identifier",
+    "scoped_identifier",
+    "dot_index_expression",
+    "method_index_expression",
+)
+
+
+def _text(node: Any, data: bytes) -> str:
+    return data[node.start_byte : node.end_byte].decode("utf-8", errors="replace")
+
+
+def _node_name(node: Any, data: bytes) -> str:
+    name = node.child_by_field_name("name")
+    if name is not None:
+        return _clean_name(_text(name, data))
+    # C/C++: the name hides in the declarator chain.
+    decl = node.child_by_field_name("declarator")
+    depth = 0
+    while decl is not None and depth < 8:
+        if decl.type in _NAME_TYPES:
+            return _clean_name(_text(decl, data))
+        inner = decl.child_by_field_name("declarator")
+        if inner is None:
+            inner = next((c for c in decl.named_children if c.type in _NAME_TYPES), None)
+        decl = inner
+        depth += 1
+    for child in node.named_children:
+        if child.type in ("variable_declarator", "type_spec", "FnProto", "VarDecl"):
+            return _node_name(child, data)
+        if child.type in _NAME_TYPES:
+            return _clean_name(_text(child, data))
+        if child.type in ("user_type", "string", "STRINGLITERALSINGLE"):
+            return _clean_name(_text(child, data).strip("\"'"))
+    return ""
+
+
+def _clean_name(name: str) -> str:
+    name = " ".join(name.split())
+    return name[:120]
+
+
+def _go_receiver(node: Any, data: bytes) -> str:
+    receiver = node.child_by_field_name("receiver")
+    if receiver is None:
+        return ""
+    match = re.search(r"([A-Za-z_][A-Za-z0-9_]*)\s*(\[[^\]]*\])?\s*\)\s*$", _text(receiver, data))
+    return match.group(1) if match else ""
+
+
+def _signature(node: Any, body: Any, data: bytes) -> str:
+    end = body.start_byte if body is not None and body.start_byte > node.start_byte else None
+    if end is None:
+        text = _text(node, data).split("\n", 1)[0]
+    else:
+        text = data[node.start_byte : end].decode("utf-8", errors="replace")
+    text = " ".join(text.split()).rstrip("{:= ").strip()
+    return text[:MAX_SIGNATURE_CHARS]
+
+
+_COMMENT_MARKERS = re.compile(r"^\s*(/\*\*?|\*/|\*|///?|#+|--|;+)\s?", re.MULTILINE)
+
+
+def _docstring(spec: LanguageSpec, body: Any, comments: list[Any], data: bytes) -> str:
+    if spec.python_docstrings:
+        if body is None or not body.named_children:
+            return ""
+        first = body.named_children[0]
+        if first.type == "expression_statement" and first.named_children:
+            first = first.named_children[0]
+        if first.type != "string":
+            return ""
+        raw = _text(first, data)
+        raw = re.sub(r'^[rRbBuUfF]*("""|\'\'\'|"|\')', "", raw)
+        raw = re.sub(r'("""|\'\'\'|"|\')$', "", raw)
+        return _squeeze(raw)
+    if not comments:
+        return ""
+    raw = "\n".join(_text(c, data) for c in comments)
+    raw = _COMMENT_MARKERS.sub("", raw).replace("*/", "")
+    return _squeeze(raw)
+
+
+def _squeeze(text: str) -> str:
+    lines = [line.strip() for line in text.strip().splitlines()]
+    out = "\n".join(line for line in lines if line)
+    return out[:MAX_DOCSTRING_CHARS]
+
+
+def _zig_classify(node: Any) -> tuple[str | None, Any]:
+    if node.type == "TestDecl":
+        return "function", None
+    if node.type != "Decl":
+        return None, None
+    children = {c.type: c for c in node.named_children}
+    if "FnProto" in children:
+        return "function", children.get("Block")
+    var = children.get("VarDecl")
+    container = _find_type(var, "ContainerDecl", 4) if var is not None else None
+    if container is not None:
+        return "class", container
+    return None, None
+
+
+def _find_type(node: Any, node_type: str, depth: int) -> Any:
+    if node.type == node_type:
+        return node
+    if depth == 0:
+        return None
+    for child in node.named_children:
+        found = _find_type(child, node_type, depth - 1)
+        if found is not None:
+            return found
+    return None

@@ -1,0 +1,190 @@
+"""Command line: mirrors the Python API; every command has --json."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from . import __version__
+from .errors import IndexerError
+
+
+def _color_enabled(stream: Any) -> bool:
+    return bool(stream.isatty()) and "NO_COLOR" not in os.environ and os.environ.get("TERM") != "dumb"
+
+
+class Style:
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+
+    def __call__(self, text: str, code: str) -> str:
+        return f"\033[{code}m{text}\033[0m" if self.enabled else text
+
+
+def _emit_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+
+
+def cmd_build(args: argparse.Namespace) -> int:
+    from .build import build_index
+
+    report = build_index(args.repo, args.rev, index_dir=args.index_dir, jobs=args.jobs,
+                         progress=None if not args.json else False)
+    if args.json:
+        _emit_json(report.to_dict())
+    else:
+        skipped = ", ".join(f"{k} {v}" for k, v in report.skipped.items()) or "none"
+        print(f"indexed {report.commit[:12]}: {report.files} files, {report.chunks} chunks "
+              f"in {report.seconds:.1f}s ({report.bytes / 1e6:.1f} MB); skipped: {skipped}")
+    return 0
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    from .api import Index
+
+    index = Index.open(args.repo, index_dir=args.index_dir)
+    results = index.search(args.query, k=args.k, with_text=args.text)
+    if args.json:
+        _emit_json([r.to_dict() for r in results])
+        return 0
+    style = Style(_color_enabled(sys.stdout))
+    if not results:
+        print("no credible results")
+        return 0
+    for r in results:
+        name = r.qualname or r.symbol
+        print(f"{style(f'{r.path}:{r.start_line}-{r.end_line}', '36')}  {style(name, '1')} "
+              f"{style(f'[{r.kind}]', '2')}  conf {r.confidence:.2f}  {style(r.id, '2')}")
+        if r.signature:
+            print(f"    {r.signature}")
+        if r.text:
+            for line in r.text.splitlines():
+                print(f"    {line}")
+    return 0
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    from .api import Index
+
+    index = Index.open(args.repo, index_dir=args.index_dir)
+    chunk = index.show(args.id)
+    if args.json:
+        _emit_json(chunk.to_dict())
+    else:
+        style = Style(_color_enabled(sys.stdout))
+        print(style(f"{chunk.path}:{chunk.start_line}-{chunk.end_line}  {chunk.qualname} "
+                    f"[{chunk.kind}]", "36"))
+        print(chunk.text)
+    return 0
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    from .api import Index
+
+    index = Index.open(args.repo, index_dir=args.index_dir)
+    status = index.status()
+    if args.json:
+        _emit_json(status)
+        return 0
+    counts = status["counts"]
+    skipped = ", ".join(f"{k} {v}" for k, v in counts["skipped"].items()) or "none"
+    print(f"commit     {status['commit']}")
+    print(f"built      {status['created']} (tool {status['tool_version']}, "
+          f"format {status['format_version']})")
+    print(f"files      {counts['files']}  chunks {counts['chunks']}")
+    print(f"skipped    {skipped}")
+    langs = ", ".join(f"{k} {v}" for k, v in status["languages"].items())
+    print(f"languages  {langs}")
+    print(f"artifacts  {status['snapshot']} ({status['artifact_bytes'] / 1e6:.1f} MB)")
+    return 0
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from .evaluate import evaluate, format_table, load_dataset
+    from .fusion import FusionConfig
+
+    dataset = Path(args.dataset)
+    cases = load_dataset(dataset, Path(args.repo_root) if args.repo_root else dataset.parent)
+    if args.limit:
+        cases = cases[: args.limit]
+    fusion = FusionConfig.load(Path(args.fusion)) if args.fusion else None
+    cache = Path(args.cache_dir or os.environ.get("INDEXER_EVAL_CACHE")
+                 or Path.home() / ".cache" / "indexer" / "eval")
+    log = None if args.json else (lambda msg: print(msg, file=sys.stderr))
+    report = evaluate(cases, cache, systems=args.systems.split(","), fusion=fusion,
+                      cut=not args.no_cut, rebuild=args.rebuild, log=log)
+    if args.json:
+        _emit_json(report.to_dict())
+    else:
+        print(format_table(report))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="indexer", description="Git-integrated code index for AI coding agents."
+    )
+    parser.add_argument("--version", action="version", version=f"indexer {__version__}")
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--repo", default=None, help="repository path (default: current directory)")
+    common.add_argument("--index-dir", default=None,
+                        help="artifact directory (default: <git-dir>/indexer)")
+    common.add_argument("--json", action="store_true", help="machine-readable output")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("build", parents=[common], help="index the tree of a commit")
+    p.add_argument("--rev", default=None, help="commit to index (default: HEAD)")
+    p.add_argument("--jobs", type=int, default=None, help="parallel chunking processes")
+    p.set_defaults(func=cmd_build)
+
+    p = sub.add_parser("search", parents=[common], help="hybrid search over the index")
+    p.add_argument("query")
+    p.add_argument("-k", type=int, default=10, help="number of results (default 10)")
+    p.add_argument("--text", action="store_true", help="include each chunk's text")
+    p.set_defaults(func=cmd_search)
+
+    p = sub.add_parser("show", parents=[common], help="print one chunk by id")
+    p.add_argument("id")
+    p.set_defaults(func=cmd_show)
+
+    p = sub.add_parser("status", parents=[common], help="what is indexed and where")
+    p.set_defaults(func=cmd_status)
+
+    p = sub.add_parser("eval", help="retrieval quality on a dataset of queries with gold files")
+    p.add_argument("--dataset", required=True, help="JSONL with query, gold_files, gold_functions")
+    p.add_argument("--repo-root", default=None, help="directory holding the dataset's trees")
+    p.add_argument("--systems", default="fused,bm25,dense,file-bm25")
+    p.add_argument("--fusion", default=None, help="fusion.json to evaluate (default: artifacts/)")
+    p.add_argument("--cache-dir", default=None, help="where built eval indexes are cached")
+    p.add_argument("--limit", type=int, default=0, help="only the first N queries")
+    p.add_argument("--no-cut", action="store_true", help="disable the adaptive threshold")
+    p.add_argument("--rebuild", action="store_true", help="rebuild cached indexes")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=cmd_eval)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        code: int = args.func(args)
+        return code
+    except IndexerError as exc:
+        print(f"indexer: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("indexer: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

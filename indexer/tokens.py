@@ -1,0 +1,103 @@
+"""Code-aware tokenization shared by the lexical and the dense retrievers.
+
+Identifiers are split at snake_case, kebab-case, camelCase/PascalCase and digit boundaries; the whole
+identifier is kept next to its parts, everything is lowercased, and BM25 terms get a light stemmer.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+
+# An identifier-like run: letters, digits, underscores (kebab-case is split by the regex itself).
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9]+[A-Za-z_][A-Za-z0-9_]*|[0-9]+")
+# Boundaries inside one identifier: lower→Upper, ACRONYMWord, letter↔digit.
+_PART = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
+
+STOPWORDS = frozenset(
+    """a an and are as at be been but by can could did do does for from had has have how i if in
+    into is it its me my no not of on or our she so than that the their them then there these they
+    this those to was we were what when where which while who why will with would you your""".split()
+)
+
+_MAX_WORD = 64
+
+
+def split_identifier(word: str) -> list[str]:
+    """`parseHTTPResponse_v2` → ['parse', 'http', 'response', 'v', '2']."""
+    parts: list[str] = []
+    for piece in word.split("_"):
+        if piece:
+            parts.extend(p.lower() for p in _PART.findall(piece))
+    return parts
+
+
+def iter_words(text: str) -> Iterator[str]:
+    for match in _WORD.finditer(text):
+        word = match.group()
+        if len(word) <= _MAX_WORD:
+            yield word
+
+
+def code_terms(text: str) -> list[str]:
+    """Lowercased identifier parts plus whole compound identifiers, stopwords removed (unstemmed)."""
+    out: list[str] = []
+    for word in iter_words(text):
+        parts = split_identifier(word)
+        lower = word.lower().strip("_")
+        if len(parts) > 1 and lower:
+            out.append(lower)
+        for part in parts:
+            if part not in STOPWORDS and (len(part) > 1 or part.isdigit()):
+                out.append(part)
+        if len(parts) == 1 and parts[0] != lower and lower and lower not in STOPWORDS:
+            out.append(lower)
+    return out
+
+
+def stem(term: str) -> str:
+    """A deliberately light English stemmer: plural and common verb endings, final e.
+
+    Heavier stemmers (Porter) conflate identifiers that mean different things in code.
+    `parse`, `parses`, `parsed`, `parsing` all become `pars`.
+    """
+    if len(term) <= 3 or not term.isalpha():
+        return term
+    if term.endswith("ies") and len(term) > 4:
+        term = term[:-3] + "y"
+    elif term.endswith(("sses", "xes", "ches", "shes")):
+        term = term[:-2]
+    elif term.endswith("s") and not term.endswith(("ss", "us", "is")):
+        term = term[:-1]
+    elif term.endswith("ing") and len(term) > 5:
+        term = _undouble(term[:-3])
+    elif term.endswith("ed") and len(term) > 4 and not term.endswith("eed"):
+        term = _undouble(term[:-2])
+    if term.endswith("e") and len(term) > 3:
+        term = term[:-1]
+    return term
+
+
+def _undouble(term: str) -> str:
+    if len(term) > 2 and term[-1] == term[-2] and term[-1] not in "lsz":
+        return term[:-1]
+    return term
+
+
+def lexical_terms(text: str) -> list[str]:
+    """Terms for BM25: code terms, stemmed."""
+    return [stem(t) for t in code_terms(text)]
+
+
+def path_terms(path: str) -> list[str]:
+    """Terms of a repository path: `security/oauth2.py` → security, oauth2, oauth, 2, py."""
+    return code_terms(path.replace("/", " ").replace(".", " ").replace("-", " "))
+
+
+def identifiers(text: str) -> list[str]:
+    """Identifier-looking words of a query (snake_case, camelCase, dotted parts, or any word)."""
+    return [w for w in iter_words(text) if not w.isdigit()]
+
+
+def dedupe(items: Iterable[str]) -> list[str]:
+    return list(dict.fromkeys(items))
