@@ -14,12 +14,12 @@ from typing import Any
 
 import numpy as np
 
-from .pathclass import FLAG_DOCS, FLAG_EXAMPLE, FLAG_GENERATED, FLAG_TEST, FLAG_VENDORED
 from .chunker import Chunk
 from .dense import DenseIndex
 from .errors import IndexerError, NotARepositoryError
 from .fusion import FusionConfig, confidence, recency_score, rrf
 from .lexical import LexicalIndex
+from .pathclass import FLAG_DOCS, FLAG_EXAMPLE, FLAG_GENERATED, FLAG_TEST, FLAG_VENDORED
 from .store import current_snapshot, default_index_dir, read_manifest
 from .tokens import code_terms, identifiers, lexical_terms, path_terms, split_identifier
 from .vectors import StaticVectors
@@ -33,8 +33,19 @@ def build_index(*args: Any, **kwargs: Any) -> Any:
 
     return _build(*args, **kwargs)
 
+
 _ASKS_FOR = {
-    FLAG_TEST: {"test", "tests", "testing", "pytest", "unittest", "spec", "fixture", "fixtures", "mock"},
+    FLAG_TEST: {
+        "test",
+        "tests",
+        "testing",
+        "pytest",
+        "unittest",
+        "spec",
+        "fixture",
+        "fixtures",
+        "mock",
+    },
     FLAG_EXAMPLE: {"example", "examples", "demo", "sample", "tutorial", "benchmark", "bench"},
     FLAG_DOCS: {"doc", "docs", "documentation", "readme", "guide", "changelog", "rst", "markdown"},
     FLAG_VENDORED: {"compat", "compatibility", "vendor", "vendored", "legacy", "deprecated"},
@@ -75,6 +86,12 @@ class Query:
     identifiers: set[str]  # lowercased identifier-like words
     terms: set[str]  # unstemmed code terms
     symbol_like: bool
+    words: int
+
+    def kind(self, long_words: int) -> str:
+        if self.symbol_like:
+            return "symbol"
+        return "long" if self.words >= long_words else "natural"
 
 
 _IDENT_SHAPE = re.compile(r"[a-z][A-Z]|_|\.|::|\(\)|^[A-Z][a-z]+[A-Z]")
@@ -93,14 +110,19 @@ def parse_query(text: str) -> Query:
         identifiers=lowered,
         terms=set(code_terms(text)),
         symbol_like=symbol_like,
+        words=len(words),
     )
 
 
 class Index:
     """A read-only view of one repository's current index snapshot."""
 
-    def __init__(self, snapshot: Path, fusion: FusionConfig | None = None,
-                 vectors: StaticVectors | None = None) -> None:
+    def __init__(
+        self,
+        snapshot: Path,
+        fusion: FusionConfig | None = None,
+        vectors: StaticVectors | None = None,
+    ) -> None:
         self.snapshot = snapshot
         self.manifest = read_manifest(snapshot)
         self.fusion = fusion or FusionConfig.load()
@@ -141,7 +163,7 @@ class Index:
 
     @cached_property
     def _fids(self) -> np.ndarray:
-        return np.load(self.snapshot / "chunk_fids.npy", allow_pickle=False)
+        return _load_array(self.snapshot / "chunk_fids.npy")
 
     @cached_property
     def _fid_lookup(self) -> tuple[np.ndarray, np.ndarray]:
@@ -150,22 +172,24 @@ class Index:
 
     @cached_property
     def _chunk_file(self) -> np.ndarray:
-        return np.load(self.snapshot / "chunk_file.npy", allow_pickle=False)
+        return _load_array(self.snapshot / "chunk_file.npy")
 
     @cached_property
     def _chunk_flags(self) -> np.ndarray:
-        return np.load(self.snapshot / "chunk_flags.npy", allow_pickle=False)
+        return _load_array(self.snapshot / "chunk_flags.npy")
 
     @cached_property
     def _columns(self) -> dict[str, list[str]]:
         data: dict[str, list[str]] = json.loads(
-            (self.snapshot / "columns.json").read_text(encoding="utf-8"))
+            (self.snapshot / "columns.json").read_text(encoding="utf-8")
+        )
         return data
 
     @cached_property
     def files(self) -> list[dict[str, Any]]:
         data: list[dict[str, Any]] = json.loads(
-            (self.snapshot / "files.json").read_text(encoding="utf-8"))
+            (self.snapshot / "files.json").read_text(encoding="utf-8")
+        )
         return data
 
     @cached_property
@@ -174,8 +198,10 @@ class Index:
 
     @cached_property
     def _offsets(self) -> tuple[np.ndarray, np.ndarray]:
-        return (np.load(self.snapshot / "chunk_offsets.npy", allow_pickle=False),
-                np.load(self.snapshot / "text_offsets.npy", allow_pickle=False))
+        return (
+            np.load(self.snapshot / "chunk_offsets.npy", allow_pickle=False),
+            np.load(self.snapshot / "text_offsets.npy", allow_pickle=False),
+        )
 
     @property
     def commit(self) -> str:
@@ -213,8 +239,9 @@ class Index:
         return self.chunk_at(self.row_of(chunk_id))
 
     # -- search ----------------------------------------------------------------------------------
-    def search(self, query: str, k: int = 10, *, with_text: bool = False,
-               cut: bool = True) -> list[SearchResult]:
+    def search(
+        self, query: str, k: int = 10, *, with_text: bool = False, cut: bool = True
+    ) -> list[SearchResult]:
         if not isinstance(query, str) or not query.strip():
             raise IndexerError("the query is empty")
         if k < 1:
@@ -224,11 +251,12 @@ class Index:
         ranked = self.rank(parse_query(query), k, cut=cut)
         return [self._result(row, scores, with_text) for row, scores in ranked]
 
-    def rank(self, q: Query, k: int, cut: bool = True,
-             retrievers: tuple[str, ...] = ("bm25", "dense")) -> list[tuple[int, dict[str, float]]]:
+    def rank(
+        self, q: Query, k: int, cut: bool = True, retrievers: tuple[str, ...] = ("bm25", "dense")
+    ) -> list[tuple[int, dict[str, float]]]:
         cfg = self.fusion
         n_cand = min(int(cfg["candidates"]), len(self))
-        weights = cfg["retriever_weights"]["symbol" if q.symbol_like else "natural"]
+        weights = cfg["retriever_weights"][q.kind(int(cfg["long_query_words"]))]
 
         bm25, coverage = self.lexical.score(q.lexical)
         hits = np.nonzero(bm25 > 0)[0]
@@ -270,9 +298,11 @@ class Index:
         rows, scores, similarity = self._saturate(rows, scores, similarity)
 
         keyword = coverage[rows]
-        recency = recency_score(self._file_times[self._chunk_file[rows]],
-                                int(self.manifest["commit_time"]),
-                                float(cfg["recency_half_life_days"]))
+        recency = recency_score(
+            self._file_times[self._chunk_file[rows]],
+            int(self.manifest["commit_time"]),
+            float(cfg["recency_half_life_days"]),
+        )
         conf = confidence(similarity, keyword, recency, cfg)
 
         rule = cfg["threshold"]
@@ -285,11 +315,18 @@ class Index:
             keyword, recency, conf = keyword[keep], recency[keep], conf[keep]
         out = []
         for i in range(min(k, len(rows))):
-            out.append((int(rows[i]), {
-                "score": float(scores[i]), "confidence": float(conf[i]),
-                "similarity": float(similarity[i]), "keyword": float(keyword[i]),
-                "recency": float(recency[i]),
-            }))
+            out.append(
+                (
+                    int(rows[i]),
+                    {
+                        "score": float(scores[i]),
+                        "confidence": float(conf[i]),
+                        "similarity": float(similarity[i]),
+                        "keyword": float(keyword[i]),
+                        "recency": float(recency[i]),
+                    },
+                )
+            )
         return out
 
     def _rows_of_fids(self, fids: np.ndarray) -> np.ndarray:
@@ -303,6 +340,7 @@ class Index:
         w = self.fusion["rerank"]
         symbols = self._columns["symbols"]
         kinds = self._columns["kinds"]
+        defines = self._columns["defines"]
         files = self._chunk_file[rows]
         flags = self._chunk_flags[rows]
         asked = 0
@@ -318,7 +356,10 @@ class Index:
         for i, row in enumerate(rows.tolist()):
             mult = 1.0
             symbol = symbols[row].lower()
-            if w["definition"] and kinds[row] in ("function", "method", "class") and symbol:
+            if w["definition"] and kinds[row] == "module" and defines[row]:
+                if any(name.lower() in q.identifiers for name in defines[row].split()):
+                    mult *= 1.0 + w["definition"]
+            elif w["definition"] and kinds[row] in ("function", "method", "class") and symbol:
                 if symbol in q.identifiers:
                     mult *= 1.0 + w["definition"]
                 elif len(symbol) > 3 and q.symbol_like:
@@ -344,8 +385,10 @@ class Index:
         cached = self._path_term_sets[file]
         if cached is None:
             parts = self.files[file]["path"].rsplit("/", 1)
-            cached = (set(path_terms(parts[-1].rsplit(".", 1)[0])),
-                      set(path_terms(parts[0])) if len(parts) == 2 else set())
+            cached = (
+                set(path_terms(parts[-1].rsplit(".", 1)[0])),
+                set(path_terms(parts[0])) if len(parts) == 2 else set(),
+            )
             self._path_term_sets[file] = cached
         stem_terms, dir_terms = cached
         score = 0.0
@@ -355,8 +398,9 @@ class Index:
             score += 0.5 * len(dir_terms & q.terms) / len(dir_terms)
         return min(score, 1.5)
 
-    def _saturate(self, rows: np.ndarray, scores: np.ndarray,
-                  similarity: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _saturate(
+        self, rows: np.ndarray, scores: np.ndarray, similarity: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         factor = float(self.fusion["rerank"]["saturation"])
         if factor >= 1.0:
             return rows, scores, similarity
@@ -372,11 +416,20 @@ class Index:
     def _result(self, row: int, s: dict[str, float], with_text: bool) -> SearchResult:
         c = self.chunk_at(row, with_text=with_text)
         return SearchResult(
-            id=c.id, path=c.path, start_line=c.start_line, end_line=c.end_line,
-            symbol=c.symbol, qualname=c.qualname, kind=c.kind, language=c.language,
-            signature=c.signature, score=round(s["score"], 6),
-            confidence=round(s["confidence"], 4), similarity=round(s["similarity"], 4),
-            keyword=round(s["keyword"], 4), recency=round(s["recency"], 4),
+            id=c.id,
+            path=c.path,
+            start_line=c.start_line,
+            end_line=c.end_line,
+            symbol=c.symbol,
+            qualname=c.qualname,
+            kind=c.kind,
+            language=c.language,
+            signature=c.signature,
+            score=round(s["score"], 6),
+            confidence=round(s["confidence"], 4),
+            similarity=round(s["similarity"], 4),
+            keyword=round(s["keyword"], 4),
+            recency=round(s["recency"], 4),
             text=c.text if with_text else None,
         )
 
@@ -395,6 +448,11 @@ class Index:
             "artifact_bytes": sum(f["bytes"] for f in m["files"].values()),
             "files": {name: info["bytes"] for name, info in m["files"].items()},
         }
+
+
+def _load_array(path: Path) -> np.ndarray:
+    array: np.ndarray = np.load(path, allow_pickle=False)
+    return array
 
 
 def _git_dir(repo: str | os.PathLike[str] | None) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 import time
 from dataclasses import dataclass, field
@@ -29,6 +30,7 @@ from .pathclass import path_flags
 from .store import SnapshotWriter, default_index_dir
 from .tokens import code_terms, lexical_terms, path_terms, stem
 from .vectors import StaticVectors, default_table_dir
+
 
 @dataclass
 class BuildReport:
@@ -84,8 +86,9 @@ def chunk_batch(repo_path: str, items: list[tuple[str, str, str]]) -> list[FileR
                 continue
             chunks = chunk_file(path, language, blob, data)
             docs = [chunk_documents(c) for c in chunks]
-            results.append(FileResult(path, None, chunks, [d[0] for d in docs],
-                                      [d[1] for d in docs]))
+            results.append(
+                FileResult(path, None, chunks, [d[0] for d in docs], [d[1] for d in docs])
+            )
         except Exception as exc:  # a parser bug must not break the build
             results.append(FileResult(path, f"error:{type(exc).__name__}", [], [], []))
     return results
@@ -196,8 +199,12 @@ def build_index(
             "commit_time": int(commit.commit_time),
             "chunker_version": CHUNKER_VERSION,
             "repo_root": str(repo_root(repository)),
-            "vectors": {"dims": table.dim, "vocab_size": len(table.vocab),
-                        "card": table.card, "dir": str(Path(vectors_dir or default_table_dir()))},
+            "vectors": {
+                "dims": table.dim,
+                "vocab_size": len(table.vocab),
+                "card": table.card,
+                "dir": str(Path(vectors_dir or default_table_dir())),
+            },
             "counts": {
                 "files": len(indexed_files),
                 "chunks": len(chunks),
@@ -223,6 +230,18 @@ def build_index(
     )
 
 
+_TOP_LEVEL_ASSIGNMENT = re.compile(
+    r"^(?:export\s+)?(?:(?:pub|const|let|var|static|final|public|private|readonly|type)\s+)*"
+    r"([A-Za-z_$][A-Za-z0-9_$]*)\s*(?::[^=\n]{0,80})?=(?!=)",
+    re.MULTILINE,
+)
+
+
+def module_definitions(text: str) -> str:
+    """Names a module-level block assigns at top level (`TAX_RATE = ...`), space-separated."""
+    return " ".join(dict.fromkeys(m.group(1) for m in _TOP_LEVEL_ASSIGNMENT.finditer(text)))
+
+
 def write_chunk_store(
     directory: Path,
     chunks: list[Chunk],
@@ -234,7 +253,10 @@ def write_chunk_store(
     file_index = {path: i for i, path in enumerate(files)}
     meta_offsets = [0]
     text_offsets = [0]
-    with (directory / "chunks.jsonl").open("wb") as meta, (directory / "texts.bin").open("wb") as texts:
+    with (
+        (directory / "chunks.jsonl").open("wb") as meta,
+        (directory / "texts.bin").open("wb") as texts,
+    ):
         for c in chunks:
             record = c.to_dict()
             text = record.pop("text").encode("utf-8")
@@ -245,18 +267,23 @@ def write_chunk_store(
             text_offsets.append(text_offsets[-1] + len(text))
     np.save(directory / "chunk_offsets.npy", np.asarray(meta_offsets, dtype=np.int64))
     np.save(directory / "text_offsets.npy", np.asarray(text_offsets, dtype=np.int64))
-    np.save(directory / "chunk_file.npy",
-            np.asarray([file_index[c.path] for c in chunks], dtype=np.int32))
-    np.save(directory / "chunk_flags.npy",
-            np.asarray([path_flags(c.path) for c in chunks], dtype=np.uint8))
-    symbols = [c.symbol for c in chunks]
-    kinds = [c.kind for c in chunks]
-    (directory / "columns.json").write_text(
-        json.dumps({"symbols": symbols, "kinds": kinds}, ensure_ascii=False), encoding="utf-8"
+    np.save(
+        directory / "chunk_file.npy",
+        np.asarray([file_index[c.path] for c in chunks], dtype=np.int32),
     )
-    file_records = [
-        {"path": p, "blob": blob_of[p], "time": times.get(p, 0)} for p in files
-    ]
+    np.save(
+        directory / "chunk_flags.npy",
+        np.asarray([path_flags(c.path) for c in chunks], dtype=np.uint8),
+    )
+    columns = {
+        "symbols": [c.symbol for c in chunks],
+        "kinds": [c.kind for c in chunks],
+        "defines": [module_definitions(c.text) if c.kind == "module" else "" for c in chunks],
+    }
+    (directory / "columns.json").write_text(
+        json.dumps(columns, ensure_ascii=False), encoding="utf-8"
+    )
+    file_records = [{"path": p, "blob": blob_of[p], "time": times.get(p, 0)} for p in files]
     (directory / "files.json").write_text(json.dumps(file_records), encoding="utf-8")
 
 

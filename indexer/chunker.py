@@ -190,8 +190,9 @@ class _FileChunker:
                 while end >= start and not self.lines[end].strip():
                     end -= 1
                 if start <= end:
-                    self.windows("module", _stem(self.path), "<module>", start, end,
-                                 MODULE_BLOCK_LINES)
+                    self.windows(
+                        "module", _stem(self.path), "<module>", start, end, MODULE_BLOCK_LINES
+                    )
                 block_start = None
 
     def collect(self, spec: LanguageSpec, node: Any, scope: list[str]) -> list[_Def]:
@@ -199,7 +200,10 @@ class _FileChunker:
         pending_comments: list[Any] = []
         for child in node.named_children:
             if child.type in spec.comment_types:
-                if pending_comments and child.start_point[0] > pending_comments[-1].end_point[0] + 1:
+                if (
+                    pending_comments
+                    and child.start_point[0] > pending_comments[-1].end_point[0] + 1
+                ):
                     pending_comments = []
                 pending_comments.append(child)
                 continue
@@ -210,7 +214,8 @@ class _FileChunker:
             definition = self.as_definition(spec, child, scope, comments)
             if definition is not None:
                 found.append(definition)
-            elif child.type in spec.transparent:
+            elif child.type in spec.transparent or child.type == "ERROR":
+                # ERROR: tree-sitter's recovery wraps valid definitions after a syntax error.
                 found.extend(self.collect(spec, child, scope))
         return found
 
@@ -229,7 +234,10 @@ class _FileChunker:
                 if c.type in spec.functions
                 or c.type in spec.containers
                 or c.type in spec.wrappers
-                or (spec.function_values and c.type in ("lexical_declaration", "variable_declaration"))
+                or (
+                    spec.function_values
+                    and c.type in ("lexical_declaration", "variable_declaration")
+                )
             ]
             if not candidates:
                 return None
@@ -242,13 +250,16 @@ class _FileChunker:
             receiver = _go_receiver(inner, self.data)
             if receiver:
                 scope = [*scope, receiver]
-        qualname = ".".join([*scope, name])
+        # `C::method` (C++), `M.h` / `M:i` (Lua): qualify with dots, the symbol is the last part.
+        qualified = re.sub(r"::|:(?=\w)", ".", name)
+        qualname = ".".join([*scope, qualified])
+        name = qualified.rsplit(".", 1)[-1] or qualified
         start_node = comments[0] if comments else outer
         start_line = start_node.start_point[0]
         end_line = outer.end_point[0]
         if outer.end_point[1] == 0 and end_line > start_line:
             end_line -= 1
-        sig_end = body.start_point[0] if body is not None else inner.start_point[0]
+        sig_end = _signature_end_line(inner, body)
         sig_end = max(inner.start_point[0], min(sig_end, end_line))
         signature = _signature(inner, body, self.data)
         docstring = _docstring(spec, body, comments, self.data)
@@ -257,7 +268,7 @@ class _FileChunker:
             kind = "method"
         members: list[_Def] = []
         if is_container and body is not None:
-            members = self.collect(spec, body, [*scope, name])
+            members = self.collect(spec, body, [*scope, qualified])
         return _Def(
             kind=kind,
             name=name,
@@ -282,8 +293,16 @@ class _FileChunker:
             body = node.child_by_field_name("body")
             if body is None:
                 for c in node.named_children:
-                    if c.type.endswith(("body", "declaration_list", "field_declaration_list",
-                                        "enumerator_list", "block", "template_body")):
+                    if c.type.endswith(
+                        (
+                            "body",
+                            "declaration_list",
+                            "field_declaration_list",
+                            "enumerator_list",
+                            "block",
+                            "template_body",
+                        )
+                    ):
                         body = c
             if t == "type_declaration":  # go: type X struct {...}
                 return "class", None
@@ -304,8 +323,16 @@ class _FileChunker:
             return
         length = d.end_line - d.start_line + 1
         if length <= MAX_CHUNK_LINES or d.body is None:
-            self.emit(d.kind, d.name, d.qualname, d.start_line, d.end_line,
-                      self.line_text(d.start_line, d.end_line), d.signature, d.docstring)
+            self.emit(
+                d.kind,
+                d.name,
+                d.qualname,
+                d.start_line,
+                d.end_line,
+                self.line_text(d.start_line, d.end_line),
+                d.signature,
+                d.docstring,
+            )
             return
         self.split_def(d)
 
@@ -320,7 +347,11 @@ class _FileChunker:
             s, e = st.start_point[0], st.end_point[0]
             if e < cur_end:
                 continue
-            if cur_end - cur_start + 1 > 0 and e - cur_start + 1 > MAX_CHUNK_LINES and cur_end >= cur_start:
+            if (
+                cur_end - cur_start + 1 > 0
+                and e - cur_start + 1 > MAX_CHUNK_LINES
+                and cur_end >= cur_start
+            ):
                 groups.append((cur_start, cur_end))
                 cur_start = max(s, cur_end + 1)
             cur_end = max(cur_end, e)
@@ -333,8 +364,16 @@ class _FileChunker:
                 text = self.line_text(ws, we)
                 if i > 0 or ws > s:
                     text = f"{header}\n    ...\n{text}"
-                self.emit(d.kind, d.name, d.qualname, ws, we, text, d.signature,
-                          d.docstring if i == 0 else "")
+                self.emit(
+                    d.kind,
+                    d.name,
+                    d.qualname,
+                    ws,
+                    we,
+                    text,
+                    d.signature,
+                    d.docstring if i == 0 else "",
+                )
 
     def emit_class(self, d: _Def, spec: LanguageSpec) -> None:
         """Class chunk = its lines with member bodies elided to their signatures."""
@@ -351,7 +390,11 @@ class _FileChunker:
         last = None
         for n in kept:
             if last is not None and n != last + 1:
-                indent = len(self.lines[last]) - len(self.lines[last].lstrip()) if last < len(self.lines) else 0
+                indent = (
+                    len(self.lines[last]) - len(self.lines[last].lstrip())
+                    if last < len(self.lines)
+                    else 0
+                )
                 out.append(" " * (indent + 4) + "...")
             if n < len(self.lines):
                 out.append(self.lines[n])
@@ -359,8 +402,9 @@ class _FileChunker:
         text = "\n".join(out)
         if len(out) > MAX_CHUNK_LINES * 2:
             text = "\n".join(out[: MAX_CHUNK_LINES * 2]) + "\n    ..."
-        self.emit("class", d.name, d.qualname, d.start_line, d.end_line, text,
-                  d.signature, d.docstring)
+        self.emit(
+            "class", d.name, d.qualname, d.start_line, d.end_line, text, d.signature, d.docstring
+        )
         for m in d.members:
             self.emit_def(m, spec)
 
@@ -379,6 +423,7 @@ def chunk_file(path: str, language: str, blob: str, data: bytes) -> list[Chunk]:
 
 
 # -- helpers -------------------------------------------------------------------------------------
+
 
 def _line_starts(data: bytes) -> list[int]:
     starts = [0]
@@ -422,6 +467,8 @@ def _text(node: Any, data: bytes) -> str:
 
 def _node_name(node: Any, data: bytes) -> str:
     name = node.child_by_field_name("name")
+    if name is None and node.type == "impl_item":  # rust: impl<T> Trait for Type<T>
+        name = node.child_by_field_name("type")
     if name is not None:
         return _clean_name(_text(name, data))
     # C/C++: the name hides in the declarator chain.
@@ -447,6 +494,8 @@ def _node_name(node: Any, data: bytes) -> str:
 
 def _clean_name(name: str) -> str:
     name = " ".join(name.split())
+    if "<" in name and not name.startswith("operator"):
+        name = name.split("<", 1)[0]  # generics: RingBuffer<T> -> RingBuffer
     return name[:120]
 
 
@@ -456,6 +505,17 @@ def _go_receiver(node: Any, data: bytes) -> str:
         return ""
     match = re.search(r"([A-Za-z_][A-Za-z0-9_]*)\s*(\[[^\]]*\])?\s*\)\s*$", _text(receiver, data))
     return match.group(1) if match else ""
+
+
+def _signature_end_line(node: Any, body: Any) -> int:
+    """Last line of a definition's header: the line with `{` when the body opens on it,
+    else the line before the body (Python's block starts at its first statement)."""
+    if body is None:
+        return int(node.start_point[0])
+    header = body.prev_sibling
+    header_end = int(header.end_point[0]) if header is not None else int(node.start_point[0])
+    body_start = int(body.start_point[0])
+    return body_start if body_start == header_end else min(header_end, body_start)
 
 
 def _signature(node: Any, body: Any, data: bytes) -> str:

@@ -14,7 +14,9 @@ from .errors import IndexerError
 
 
 def _color_enabled(stream: Any) -> bool:
-    return bool(stream.isatty()) and "NO_COLOR" not in os.environ and os.environ.get("TERM") != "dumb"
+    return (
+        bool(stream.isatty()) and "NO_COLOR" not in os.environ and os.environ.get("TERM") != "dumb"
+    )
 
 
 class Style:
@@ -32,14 +34,21 @@ def _emit_json(data: Any) -> None:
 def cmd_build(args: argparse.Namespace) -> int:
     from .build import build_index
 
-    report = build_index(args.repo, args.rev, index_dir=args.index_dir, jobs=args.jobs,
-                         progress=None if not args.json else False)
+    report = build_index(
+        args.repo,
+        args.rev,
+        index_dir=args.index_dir,
+        jobs=args.jobs,
+        progress=None if not args.json else False,
+    )
     if args.json:
         _emit_json(report.to_dict())
     else:
         skipped = ", ".join(f"{k} {v}" for k, v in report.skipped.items()) or "none"
-        print(f"indexed {report.commit[:12]}: {report.files} files, {report.chunks} chunks "
-              f"in {report.seconds:.1f}s ({report.bytes / 1e6:.1f} MB); skipped: {skipped}")
+        print(
+            f"indexed {report.commit[:12]}: {report.files} files, {report.chunks} chunks "
+            f"in {report.seconds:.1f}s ({report.bytes / 1e6:.1f} MB); skipped: {skipped}"
+        )
     return 0
 
 
@@ -57,8 +66,10 @@ def cmd_search(args: argparse.Namespace) -> int:
         return 0
     for r in results:
         name = r.qualname or r.symbol
-        print(f"{style(f'{r.path}:{r.start_line}-{r.end_line}', '36')}  {style(name, '1')} "
-              f"{style(f'[{r.kind}]', '2')}  conf {r.confidence:.2f}  {style(r.id, '2')}")
+        print(
+            f"{style(f'{r.path}:{r.start_line}-{r.end_line}', '36')}  {style(name, '1')} "
+            f"{style(f'[{r.kind}]', '2')}  conf {r.confidence:.2f}  {style(r.id, '2')}"
+        )
         if r.signature:
             print(f"    {r.signature}")
         if r.text:
@@ -76,8 +87,13 @@ def cmd_show(args: argparse.Namespace) -> int:
         _emit_json(chunk.to_dict())
     else:
         style = Style(_color_enabled(sys.stdout))
-        print(style(f"{chunk.path}:{chunk.start_line}-{chunk.end_line}  {chunk.qualname} "
-                    f"[{chunk.kind}]", "36"))
+        print(
+            style(
+                f"{chunk.path}:{chunk.start_line}-{chunk.end_line}  {chunk.qualname} "
+                f"[{chunk.kind}]",
+                "36",
+            )
+        )
         print(chunk.text)
     return 0
 
@@ -93,8 +109,10 @@ def cmd_status(args: argparse.Namespace) -> int:
     counts = status["counts"]
     skipped = ", ".join(f"{k} {v}" for k, v in counts["skipped"].items()) or "none"
     print(f"commit     {status['commit']}")
-    print(f"built      {status['created']} (tool {status['tool_version']}, "
-          f"format {status['format_version']})")
+    print(
+        f"built      {status['created']} (tool {status['tool_version']}, "
+        f"format {status['format_version']})"
+    )
     print(f"files      {counts['files']}  chunks {counts['chunks']}")
     print(f"skipped    {skipped}")
     langs = ", ".join(f"{k} {v}" for k, v in status["languages"].items())
@@ -114,11 +132,21 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if args.limit:
         cases = cases[: args.limit]
     fusion = FusionConfig.load(Path(args.fusion)) if args.fusion else None
-    cache = Path(args.cache_dir or os.environ.get("INDEXER_EVAL_CACHE")
-                 or Path.home() / ".cache" / "indexer" / "eval")
+    cache = Path(
+        args.cache_dir
+        or os.environ.get("INDEXER_EVAL_CACHE")
+        or Path.home() / ".cache" / "indexer" / "eval"
+    )
     log = None if args.json else (lambda msg: print(msg, file=sys.stderr))
-    report = evaluate(cases, cache, systems=args.systems.split(","), fusion=fusion,
-                      cut=not args.no_cut, rebuild=args.rebuild, log=log)
+    report = evaluate(
+        cases,
+        cache,
+        systems=args.systems.split(","),
+        fusion=fusion,
+        cut=not args.no_cut,
+        rebuild=args.rebuild,
+        log=log,
+    )
     if args.json:
         _emit_json(report.to_dict())
     else:
@@ -133,8 +161,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"indexer {__version__}")
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--repo", default=None, help="repository path (default: current directory)")
-    common.add_argument("--index-dir", default=None,
-                        help="artifact directory (default: <git-dir>/indexer)")
+    common.add_argument(
+        "--index-dir", default=None, help="artifact directory (default: <git-dir>/indexer)"
+    )
     common.add_argument("--json", action="store_true", help="machine-readable output")
     sub = parser.add_subparsers(dest="command", required=True)
 

@@ -26,12 +26,15 @@ class DenseIndex:
         import faiss
 
         # fp16 storage: half the bytes of a flat index, faster scans, near-lossless for cosines.
-        inner = faiss.IndexScalarQuantizer(int(vectors.shape[1]), faiss.ScalarQuantizer.QT_fp16,
-                                           faiss.METRIC_INNER_PRODUCT)
+        inner = faiss.IndexScalarQuantizer(
+            int(vectors.shape[1]), faiss.ScalarQuantizer.QT_fp16, faiss.METRIC_INNER_PRODUCT
+        )
         index = faiss.IndexIDMap2(inner)
         if len(ids):
-            index.add_with_ids(np.ascontiguousarray(vectors, dtype=np.float32),
-                               np.ascontiguousarray(ids, dtype=np.int64))
+            index.add_with_ids(
+                np.ascontiguousarray(vectors, dtype=np.float32),
+                np.ascontiguousarray(ids, dtype=np.int64),
+            )
         return cls(index)
 
     def search(self, query: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -49,7 +52,7 @@ class DenseIndex:
     def save(self, directory: Path) -> None:
         import faiss
 
-        faiss.write_index(self.index, str(directory / FILE))
+        faiss.write_index(self.index, str(directory / FILE))  # type: ignore[call-overload]
 
     @classmethod
     def load(cls, directory: Path) -> DenseIndex:
@@ -57,4 +60,9 @@ class DenseIndex:
 
         # One query at a time: OpenMP thread start-up costs more than the scan itself.
         faiss.omp_set_num_threads(1)
-        return cls(faiss.read_index(str(directory / FILE)))
+        # Memory-mapped: a cold search reads only the pages it scans, and processes share them.
+        try:
+            index = faiss.read_index(str(directory / FILE), faiss.IO_FLAG_MMAP)
+        except RuntimeError:
+            index = faiss.read_index(str(directory / FILE))
+        return cls(index)

@@ -66,12 +66,14 @@ def load_dataset(path: Path, repo_root: Path) -> list[Case]:
             tree = repo_root / raw.get("repo_dir", raw.get("repo", ""))
         group = str(raw.get("repo") or raw.get("package") or tree.name)
         case_id = str(raw.get("instance_id") or raw.get("id") or number)
-        cases.append(Case(case_id, group, tree, query, gold,
-                          tuple(raw.get("gold_functions") or ())))
+        cases.append(
+            Case(case_id, group, tree, query, gold, tuple(raw.get("gold_functions") or ()))
+        )
     return cases
 
 
 # -- preparing trees as git repositories ---------------------------------------------------------
+
 
 def commit_tree(source: Path, git_dir: Path) -> str:
     """Commit every file under `source` into a bare repository at `git_dir` (deterministic)."""
@@ -104,8 +106,9 @@ def commit_tree(source: Path, git_dir: Path) -> str:
     return str(commit)
 
 
-def prepare_index(tree: Path, cache_dir: Path, rebuild: bool = False,
-                  log: Callable[[str], None] | None = None) -> tuple[Index, float | None]:
+def prepare_index(
+    tree: Path, cache_dir: Path, rebuild: bool = False, log: Callable[[str], None] | None = None
+) -> tuple[Index, float | None]:
     """A built index of `tree` (cached); returns it and the build seconds if it was built now."""
     from .build import build_index
     from .store import current_snapshot
@@ -140,6 +143,7 @@ def prepare_index(tree: Path, cache_dir: Path, rebuild: bool = False,
 
 # -- metrics -------------------------------------------------------------------------------------
 
+
 def file_metrics(ranked_files: Sequence[str], gold: Sequence[str]) -> dict[str, float]:
     gold_set = set(gold)
     out: dict[str, float] = {}
@@ -151,8 +155,9 @@ def file_metrics(ranked_files: Sequence[str], gold: Sequence[str]) -> dict[str, 
             rr = 1.0 / rank
             break
     out["mrr"] = rr
-    dcg = sum(1.0 / math.log2(r + 1) for r, p in enumerate(ranked_files[:10], start=1)
-              if p in gold_set)
+    dcg = sum(
+        1.0 / math.log2(r + 1) for r, p in enumerate(ranked_files[:10], start=1) if p in gold_set
+    )
     ideal = sum(1.0 / math.log2(r + 1) for r in range(1, min(len(gold_set), 10) + 1))
     out["ndcg@10"] = dcg / ideal if ideal else 0.0
     return out
@@ -171,6 +176,7 @@ def unique_in_order(items: Iterable[str]) -> list[str]:
 
 # -- systems -------------------------------------------------------------------------------------
 
+
 @dataclass
 class FileBM25:
     """Baseline: one BM25 document per file (its whole text plus its path)."""
@@ -187,7 +193,8 @@ class FileBM25:
         repo = pygit2.Repository(index.manifest["repo_root"])
         docs = []
         for f in index.files:
-            text = repo[f["blob"]].data.decode("utf-8", errors="replace")
+            blob: Any = repo[f["blob"]]
+            text = blob.data.decode("utf-8", errors="replace")
             docs.append(lexical_terms(text) + [stem(t) for t in path_terms(f["path"])])
         return cls(LexicalIndex.build(docs), paths)
 
@@ -198,8 +205,9 @@ class FileBM25:
         return [self.paths[i] for i in order]
 
 
-def run_system(index: Index, system: str, query: str, file_bm25: FileBM25 | None,
-               cut: bool = True) -> tuple[list[str], list[str], list[int]]:
+def run_system(
+    index: Index, system: str, query: str, file_bm25: FileBM25 | None, cut: bool = True
+) -> tuple[list[str], list[str], list[int]]:
     """(ranked files, ranked 'path::qualname' chunk keys, chunk rows) for one query."""
     if system == "file-bm25":
         assert file_bm25 is not None
@@ -223,13 +231,17 @@ class EvalReport:
     builds: dict[str, float] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"systems": self.systems, "groups": self.groups, "builds": self.builds,
-                "queries": self.rows}
+        return {
+            "systems": self.systems,
+            "groups": self.groups,
+            "builds": self.builds,
+            "queries": self.rows,
+        }
 
 
 def _token_counter() -> Callable[[str], int]:
     try:
-        from bpe_openai import get_encoding  # type: ignore[import-not-found]
+        from bpe_openai import get_encoding
 
         enc = get_encoding("o200k_base")
         return lambda text: len(enc.encode(text))
@@ -267,22 +279,36 @@ def evaluate(
                 start = time.perf_counter()
                 files, keys, chunk_rows = run_system(index, system, case.query, file_bm25, cut)
                 latency = (time.perf_counter() - start) * 1000
-                row: dict[str, Any] = {"id": case.id, "group": case.group, "system": system,
-                                       **file_metrics(files, case.gold_files),
-                                       "latency_ms": latency, "top_files": files[:10]}
+                row: dict[str, Any] = {
+                    "id": case.id,
+                    "group": case.group,
+                    "system": system,
+                    **file_metrics(files, case.gold_files),
+                    "latency_ms": latency,
+                    "top_files": files[:10],
+                }
                 fr = function_recall(keys, case.gold_functions)
                 if fr is not None:
                     row["function_recall@10"] = fr
                 if chunk_rows:
-                    row["tokens"] = sum(count_tokens(index.chunk_at(r).text)
-                                        for r in chunk_rows[:10])
+                    row["tokens"] = sum(
+                        count_tokens(index.chunk_at(r).text) for r in chunk_rows[:10]
+                    )
                 rows.append(row)
     return summarize(rows, builds)
 
 
 def summarize(rows: list[dict[str, Any]], builds: dict[str, float]) -> EvalReport:
-    metrics = ("file_recall@1", "file_recall@5", "file_recall@10", "mrr", "ndcg@10",
-               "function_recall@10", "tokens", "latency_ms")
+    metrics = (
+        "file_recall@1",
+        "file_recall@5",
+        "file_recall@10",
+        "mrr",
+        "ndcg@10",
+        "function_recall@10",
+        "tokens",
+        "latency_ms",
+    )
 
     def aggregate(selected: list[dict[str, Any]]) -> dict[str, float]:
         out: dict[str, float] = {"queries": float(len(selected))}
@@ -302,20 +328,30 @@ def summarize(rows: list[dict[str, Any]], builds: dict[str, float]) -> EvalRepor
         systems[system] = aggregate(mine)
         for group in dict.fromkeys(r["group"] for r in mine):
             groups.setdefault(group, {})[system] = aggregate(
-                [r for r in mine if r["group"] == group])
+                [r for r in mine if r["group"] == group]
+            )
     return EvalReport(systems, groups, rows, builds)
 
 
 def format_table(report: EvalReport) -> str:
-    cols = ("file_recall@1", "file_recall@5", "file_recall@10", "mrr", "ndcg@10",
-            "function_recall@10", "tokens", "latency_ms")
+    cols = (
+        "file_recall@1",
+        "file_recall@5",
+        "file_recall@10",
+        "mrr",
+        "ndcg@10",
+        "function_recall@10",
+        "tokens",
+        "latency_ms",
+    )
     heads = ("R@1", "R@5", "R@10", "MRR", "nDCG@10", "fnR@10", "tokens", "ms")
     lines = [f"{'system':<22}" + "".join(f"{h:>9}" for h in heads)]
     for name, m in report.systems.items():
         cells = []
         for c in cols:
             v = m.get(c)
-            cells.append(f"{'-':>9}" if v is None else
-                         f"{v:>9.0f}" if c == "tokens" else f"{v:>9.3f}")
+            cells.append(
+                f"{'-':>9}" if v is None else f"{v:>9.0f}" if c == "tokens" else f"{v:>9.3f}"
+            )
         lines.append(f"{name:<22}" + "".join(cells))
     return "\n".join(lines)

@@ -1,4 +1,4 @@
-"""Fusion settings (artifacts/fusion.json), reciprocal rank fusion, confidence and the adaptive cut."""
+"""Fusion settings (artifacts/fusion.json), reciprocal rank fusion, confidence, adaptive cut."""
 
 from __future__ import annotations
 
@@ -19,9 +19,11 @@ DEFAULTS: dict[str, Any] = {
     "candidates": 200,
     # Retriever weights inside RRF, by query type.
     "retriever_weights": {
-        "natural": {"bm25": 1.0, "dense": 1.0},
-        "symbol": {"bm25": 1.0, "dense": 0.5},
+        "symbol": {"bm25": 1.0, "dense": 0.5},  # a bare identifier or two
+        "natural": {"bm25": 1.0, "dense": 1.0},  # a short question
+        "long": {"bm25": 1.0, "dense": 0.3},  # an issue or a stack trace
     },
+    "long_query_words": 40,
     # confidence = similarity*w + keyword*w + recency*w
     "confidence_weights": {"similarity": 0.5, "keyword": 0.3, "recency": 0.2},
     # Cosine similarities of static vectors live in a narrow band: rescale [floor, 1] to [0, 1].
@@ -34,10 +36,10 @@ DEFAULTS: dict[str, Any] = {
     },
     "rerank": {
         "definition": 1.0,  # query names the chunk's symbol
-        "path": 0.5,  # query terms name the file stem / directories
+        "path": 1.0,  # query terms name the file stem / directories
         "coherence": 0.2,  # several candidates from one file
         "saturation": 0.7,  # j-th chunk of a file in the ranking is multiplied by this**j
-        "demote": 0.5,  # tests/examples/docs/vendored/generated unless asked for
+        "demote": 0.3,  # tests/examples/docs/vendored/generated unless asked for
     },
 }
 
@@ -104,6 +106,7 @@ def _number(value: Any, where: str, low: float, high: float) -> None:
 def _validate(v: dict[str, Any], source: str) -> None:
     _number(v["rrf_k"], f"{source}: rrf_k", 1, 10_000)
     _number(v["candidates"], f"{source}: candidates", 10, 10_000)
+    _number(v["long_query_words"], f"{source}: long_query_words", 1, 100_000)
     for kind, weights in v["retriever_weights"].items():
         for name, w in weights.items():
             _number(w, f"{source}: retriever_weights.{kind}.{name}", 0, 100)
@@ -158,7 +161,9 @@ def confidence(
     )
 
 
-def recency_score(change_times: np.ndarray, reference_time: int, half_life_days: float) -> np.ndarray:
+def recency_score(
+    change_times: np.ndarray, reference_time: int, half_life_days: float
+) -> np.ndarray:
     age_days = np.maximum(0, reference_time - change_times) / 86400.0
     return np.asarray(0.5 ** (age_days / half_life_days), dtype=np.float32)
 

@@ -186,7 +186,10 @@ SPECS: dict[str, LanguageSpec] = {
         # Zig: `Decl` holds either a function (FnProto + Block) or a variable; containers are
         # recognised in the chunker by their `ContainerDecl` value.
         LanguageSpec(
-            "zig", "zig", _fs("Decl", "TestDecl"), _fs(),
+            "zig",
+            "zig",
+            _fs("Decl", "TestDecl"),
+            _fs(),
             comment_types=_fs("comment", "doc_comment", "container_doc_comment"),
         ),
     ]

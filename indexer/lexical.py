@@ -63,8 +63,9 @@ class LexicalIndex:
         """Known term ids and their weights (1 + log of the term's count in the query)."""
         counts = Counter(t for t in terms if t in self.vocab)
         ids = np.fromiter((self.vocab[t] for t in counts), dtype=np.int64, count=len(counts))
-        weights = np.fromiter((1.0 + math.log(c) for c in counts.values()), dtype=np.float32,
-                              count=len(counts))
+        weights = np.fromiter(
+            (1.0 + math.log(c) for c in counts.values()), dtype=np.float32, count=len(counts)
+        )
         return ids, weights
 
     def score(self, terms: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
@@ -78,8 +79,9 @@ class LexicalIndex:
         lens = ends - starts
         idx = np.concatenate([np.arange(s, e) for s, e in zip(starts, ends, strict=True)])
         docs = self.docs[idx]
-        bm25 = np.bincount(docs, weights=self.scores[idx] * np.repeat(weights, lens),
-                           minlength=self.n_docs).astype(np.float32)
+        bm25 = np.bincount(
+            docs, weights=self.scores[idx] * np.repeat(weights, lens), minlength=self.n_docs
+        ).astype(np.float32)
         term_idf = self.idf[ids]
         # Terms unknown to the index still count in the denominator at the highest idf.
         unknown = max(0, all_terms - len(ids))

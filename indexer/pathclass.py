@@ -7,12 +7,22 @@ import re
 # Path classes that are down-weighted at query time unless the query asks for them.
 FLAG_TEST, FLAG_EXAMPLE, FLAG_DOCS, FLAG_VENDORED, FLAG_GENERATED = 1, 2, 4, 8, 16
 _FLAG_PATTERNS = [
-    (FLAG_TEST, re.compile(
-        r"(^|/)(tests?|testing|__tests__|spec|specs|testsuite)(/|$)|(^|/)test_[^/]*$|"
-        r"_tests?\.[a-z]+$|\.(test|spec)\.[a-z]+$|(^|/)conftest\.py$")),
-    (FLAG_EXAMPLE, re.compile(r"(^|/)(examples?|demos?|samples?|tutorials?|benchmarks?|bench)(/|$)")),
+    (
+        FLAG_TEST,
+        re.compile(
+            r"(^|/)(tests?|testing|__tests__|spec|specs|testsuite)(/|$)|(^|/)test_[^/]*$|"
+            r"_tests?\.[a-z]+$|\.(test|spec)\.[a-z]+$|(^|/)conftest\.py$"
+        ),
+    ),
+    (
+        FLAG_EXAMPLE,
+        re.compile(r"(^|/)(examples?|demos?|samples?|tutorials?|benchmarks?|bench)(/|$)"),
+    ),
     (FLAG_DOCS, re.compile(r"(^|/)(docs?|documentation)(/|$)|\.(md|rst|txt)$")),
-    (FLAG_VENDORED, re.compile(r"(^|/)(_?compat|vendor|externals?|extern|deprecated|legacy)(/|\.|_|$)")),
+    (
+        FLAG_VENDORED,
+        re.compile(r"(^|/)(_?compat|vendor|externals?|extern|deprecated|legacy)(/|\.|_|$)"),
+    ),
     (FLAG_GENERATED, re.compile(r"(^|/)(dist|build|out|generated|gen)(/|$)")),
 ]
 

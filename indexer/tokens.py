@@ -1,7 +1,8 @@
 """Code-aware tokenization shared by the lexical and the dense retrievers.
 
-Identifiers are split at snake_case, kebab-case, camelCase/PascalCase and digit boundaries; the whole
-identifier is kept next to its parts, everything is lowercased, and BM25 terms get a light stemmer.
+Identifiers are split at snake_case, kebab-case, camelCase/PascalCase and digit boundaries;
+the whole identifier is kept next to its parts, everything is lowercased, and BM25 terms
+get a light stemmer.
 """
 
 from __future__ import annotations
@@ -15,9 +16,73 @@ _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9]+[A-Za-z_][A-Za-z0-9_]*|[0-9]+"
 _PART = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
 
 STOPWORDS = frozenset(
-    """a an and are as at be been but by can could did do does for from had has have how i if in
-    into is it its me my no not of on or our she so than that the their them then there these they
-    this those to was we were what when where which while who why will with would you your""".split()
+    [
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "been",
+        "but",
+        "by",
+        "can",
+        "could",
+        "did",
+        "do",
+        "does",
+        "for",
+        "from",
+        "had",
+        "has",
+        "have",
+        "how",
+        "i",
+        "if",
+        "in",
+        "into",
+        "is",
+        "it",
+        "its",
+        "me",
+        "my",
+        "no",
+        "not",
+        "of",
+        "on",
+        "or",
+        "our",
+        "she",
+        "so",
+        "than",
+        "that",
+        "the",
+        "their",
+        "them",
+        "then",
+        "there",
+        "these",
+        "they",
+        "this",
+        "those",
+        "to",
+        "was",
+        "we",
+        "were",
+        "what",
+        "when",
+        "where",
+        "which",
+        "while",
+        "who",
+        "why",
+        "will",
+        "with",
+        "would",
+        "you",
+        "your",
+    ]
 )
 
 _MAX_WORD = 64
@@ -40,7 +105,7 @@ def iter_words(text: str) -> Iterator[str]:
 
 
 def code_terms(text: str) -> list[str]:
-    """Lowercased identifier parts plus whole compound identifiers, stopwords removed (unstemmed)."""
+    """Lowercased identifier parts plus whole compound identifiers, minus stopwords (unstemmed)."""
     out: list[str] = []
     for word in iter_words(text):
         parts = split_identifier(word)

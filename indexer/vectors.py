@@ -25,7 +25,10 @@ TABLE_FILES = ("vocab.json", "vectors.npy", "scales.npy", "weights.npy", "card.j
 def default_table_dir() -> Path:
     """`artifacts/static_vectors` of the source checkout (or the copy packaged beside the code)."""
     here = Path(__file__).resolve().parent
-    for candidate in (here.parent / "artifacts" / "static_vectors", here / "data" / "static_vectors"):
+    for candidate in (
+        here.parent / "artifacts" / "static_vectors",
+        here / "data" / "static_vectors",
+    ):
         if (candidate / "vocab.json").exists():
             return candidate
     return here.parent / "artifacts" / "static_vectors"
@@ -48,13 +51,19 @@ class StaticVectors:
         directory = directory or default_table_dir()
         try:
             terms = json.loads((directory / "vocab.json").read_text(encoding="utf-8"))
-            vectors = np.load(directory / "vectors.npy", allow_pickle=False)
+            vectors = np.load(directory / "vectors.npy", allow_pickle=False, mmap_mode="r")
             scales = np.load(directory / "scales.npy", allow_pickle=False)
             weights = np.load(directory / "weights.npy", allow_pickle=False)
             card = json.loads((directory / "card.json").read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
-            raise IndexerError(f"static vector table missing or unreadable in {directory}: {exc}") from exc
-        if vectors.dtype != np.int8 or vectors.shape[0] != len(terms) or scales.shape[0] != len(terms):
+            raise IndexerError(
+                f"static vector table missing or unreadable in {directory}: {exc}"
+            ) from exc
+        if (
+            vectors.dtype != np.int8
+            or vectors.shape[0] != len(terms)
+            or scales.shape[0] != len(terms)
+        ):
             raise IndexerError(f"static vector table in {directory} is inconsistent; regenerate it")
         return cls({t: i for i, t in enumerate(terms)}, vectors, scales, weights, card)
 
@@ -70,8 +79,9 @@ class StaticVectors:
     def term_weights(self, terms: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         counts = Counter(t for t in terms if t in self.vocab)
         ids = np.fromiter((self.vocab[t] for t in counts), dtype=np.int64, count=len(counts))
-        tf = np.fromiter((1.0 + math.log(c) for c in counts.values()), dtype=np.float32,
-                         count=len(counts))
+        tf = np.fromiter(
+            (1.0 + math.log(c) for c in counts.values()), dtype=np.float32, count=len(counts)
+        )
         return ids, tf * self.weights[ids] * self.scales[ids]
 
     def embed_terms(self, terms: Sequence[str]) -> np.ndarray:

