@@ -183,6 +183,59 @@ def cold_search(git_dir: Path, index_dir: Path, runs: int = 7) -> dict[str, floa
     return {"median_ms": round(statistics.median(times), 1), "min_ms": round(min(times), 1)}
 
 
+ABLATIONS: dict[str, dict[str, object]] = {
+    "default (artifacts/fusion.json)": {},
+    "no definition boost": {"rerank": {"definition": 0}},
+    "no path match": {"rerank": {"path": 0}},
+    "no file coherence": {"rerank": {"coherence": 0}},
+    "no per-file saturation": {"rerank": {"saturation": 1.0}},
+    "no test/doc/vendor demotion": {"rerank": {"demote": 1.0}},
+    "no reranking at all": {
+        "rerank": {"definition": 0, "path": 0, "coherence": 0, "saturation": 1.0, "demote": 1.0}
+    },
+    "equal retriever weights": {
+        "retriever_weights": {
+            "symbol": {"bm25": 1.0, "dense": 1.0},
+            "natural": {"bm25": 1.0, "dense": 1.0},
+            "long": {"bm25": 1.0, "dense": 1.0},
+        }
+    },
+    "no adaptive cut": {"threshold": {"relative": 0.0}},
+}
+
+
+def run_ablations(cases: list, cache: Path) -> dict[str, dict[str, float]]:  # type: ignore[type-arg]
+    from indexer.fusion import FusionConfig
+
+    base = json.loads((ROOT / "artifacts" / "fusion.json").read_text())
+    out = {}
+    for name, override in ABLATIONS.items():
+        merged = json.loads(json.dumps(base))
+        for key, value in override.items():
+            if isinstance(value, dict):
+                for sub, v in value.items():
+                    if isinstance(v, dict):
+                        merged[key][sub].update(v)
+                    else:
+                        merged[key][sub] = v
+            else:
+                merged[key] = value
+        report = evaluate(cases, cache, systems=("fused",), fusion=FusionConfig.from_dict(merged))
+        out[name] = report.systems["fused"]
+    return out
+
+
+def ablation_table(ablation: dict[str, dict[str, float]]) -> str:
+    lines = ["| variant | file R@1 | file R@10 | MRR | function R@10 |", "|---|---|---|---|---|"]
+    for name, m in ablation.items():
+        fn = m.get("function_recall@10")
+        lines.append(
+            f"| {name} | {m['file_recall@1']:.3f} | {m['file_recall@10']:.3f} | "
+            f"{m['mrr']:.3f} | {'-' if fn is None else f'{fn:.3f}'} |"
+        )
+    return "\n".join(lines)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--work", type=Path, default=ROOT / ".bench")
@@ -198,6 +251,11 @@ def main() -> int:
     )
     parser.add_argument("--trees-short", type=Path, default=None)
     parser.add_argument("--skip-quality", action="store_true")
+    parser.add_argument(
+        "--ablations",
+        action="store_true",
+        help="also evaluate the fused system with each ranking signal changed",
+    )
     args = parser.parse_args()
     work = args.work.resolve()
     work.mkdir(parents=True, exist_ok=True)
@@ -249,6 +307,11 @@ def main() -> int:
             results[label + " per repository"] = report.groups
             print(f"\n{label}, {len(cases)} queries\n")
             print(format_table(report))
+            if args.ablations:
+                ablation = run_ablations(cases, work / "eval-cache")
+                results[label + " ablations"] = ablation
+                print(f"\nablations (fused, one signal changed), {label}\n")
+                print(ablation_table(ablation))
     (work / "results.json").write_text(json.dumps(results, indent=2))
     return 0
 
