@@ -1,8 +1,16 @@
-"""Full build: git tree -> chunks (parallel) -> BM25 + dense vectors -> a published snapshot."""
+"""Builds: git tree -> chunks (parallel, cached by blob) -> BM25 + dense vectors -> a snapshot.
+
+A full build and an incremental update are the same assembly: every file of the target tree is
+either *kept* from a base snapshot (same path, same blob: its metadata, text, BM25 postings and
+vector are copied, never recomputed) or *fresh* (chunks from the blob cache, or chunked now).
+A full build is an assembly with no base. Rows are always in path order and the BM25 vocabulary
+is sorted, so an updated index is byte-for-byte the index a full build would make.
+"""
 
 from __future__ import annotations
 
 import json
+import mmap
 import os
 import re
 import sys
@@ -14,9 +22,12 @@ from typing import Any
 
 import numpy as np
 
-from .chunker import CHUNKER_VERSION, Chunk, chunk_file
+from .blobcache import BlobCache, CachedFile
+from .chunker import CHUNKER_VERSION, Chunk, chunk_records, materialize, path_stem
 from .dense import DenseIndex, faiss_id
+from .errors import IndexerError
 from .gitsource import (
+    SourceFile,
     content_skip_reason,
     last_change_times,
     list_tree,
@@ -24,10 +35,9 @@ from .gitsource import (
     repo_root,
     resolve_commit,
 )
-from .languages import SPECS
-from .lexical import LexicalIndex
+from .lexical import LexicalIndex, postings_of
 from .pathclass import path_flags
-from .store import SnapshotWriter, default_index_dir
+from .store import SnapshotWriter, current_snapshot, default_index_dir, read_manifest
 from .tokens import code_terms, lexical_terms, path_terms, stem
 from .vectors import StaticVectors, default_table_dir
 
@@ -42,18 +52,16 @@ class BuildReport:
     snapshot: str
     bytes: int
     languages: dict[str, int] = field(default_factory=dict)
+    mode: str = "full"  # full | incremental | unchanged
+    reused_files: int = 0  # kept from the base snapshot
+    cached_files: int = 0  # taken from the blob cache
+    chunked_files: int = 0  # parsed now
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
 
 
-@dataclass
-class FileResult:
-    path: str
-    skip_reason: str | None
-    chunks: list[Chunk]
-    lexical: list[list[str]]
-    dense: list[list[str]]
+# -- chunking (worker processes) -----------------------------------------------------------------
 
 
 @cache
@@ -63,34 +71,38 @@ def _worker_repo(path: str) -> Any:
     return pygit2.Repository(path)
 
 
-def chunk_documents(chunk: Chunk) -> tuple[list[str], list[str]]:
-    """Terms for BM25 and for the dense embedding of one chunk (text + path + symbol names)."""
-    names = f"{chunk.qualname} {chunk.symbol}"
-    lexical = lexical_terms(chunk.text)
-    lexical += [stem(t) for t in path_terms(chunk.path)]
-    lexical += lexical_terms(names) * 2
-    dense = code_terms(chunk.text) + path_terms(chunk.path) + code_terms(names) * 2
+def record_documents(record: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """Path-independent BM25 and dense terms of one chunk record (text + symbol names)."""
+    names = f"{record['qualname']} {record['symbol']}"
+    lexical = lexical_terms(record["text"]) + lexical_terms(names) * 2
+    dense = code_terms(record["text"]) + code_terms(names) * 2
     return lexical, dense
 
 
-def chunk_batch(repo_path: str, items: list[tuple[str, str, str]]) -> list[FileResult]:
+def path_documents(path: str) -> tuple[list[str], list[str]]:
+    """The path's share of every chunk's terms, so `oauth2` finds `security/oauth2.py`."""
+    terms = path_terms(path)
+    return [stem(t) for t in terms], terms
+
+
+def chunk_blob(data: bytes, path: str, language: str) -> CachedFile:
+    reason = content_skip_reason(path, data)
+    if reason:
+        return CachedFile(reason, [], [], [])
+    records = chunk_records(path_stem(path), language, data)
+    docs = [record_documents(r) for r in records]
+    return CachedFile(None, records, [d[0] for d in docs], [d[1] for d in docs])
+
+
+def chunk_batch(repo_path: str, items: list[tuple[str, str, str]]) -> list[CachedFile]:
     """Worker: read blobs from git and chunk them. Any failure skips the file, never the build."""
     repo = _worker_repo(repo_path)
-    results: list[FileResult] = []
+    results: list[CachedFile] = []
     for path, blob, language in items:
         try:
-            data = repo[blob].data
-            reason = content_skip_reason(path, data)
-            if reason:
-                results.append(FileResult(path, reason, [], [], []))
-                continue
-            chunks = chunk_file(path, language, blob, data)
-            docs = [chunk_documents(c) for c in chunks]
-            results.append(
-                FileResult(path, None, chunks, [d[0] for d in docs], [d[1] for d in docs])
-            )
+            results.append(chunk_blob(repo[blob].data, path, language))
         except Exception as exc:  # a parser bug must not break the build
-            results.append(FileResult(path, f"error:{type(exc).__name__}", [], [], []))
+            results.append(CachedFile(f"error:{type(exc).__name__}", [], [], []))
     return results
 
 
@@ -115,20 +127,16 @@ class Progress:
             sys.stderr.flush()
 
     def close(self) -> None:
-        if self.enabled:
+        if self.enabled and self.total:
             sys.stderr.write("\n")
             sys.stderr.flush()
 
 
-def _batches(items: list[tuple[str, str, str]], n: int) -> list[list[tuple[str, str, str]]]:
-    return [items[i : i + n] for i in range(0, len(items), n)]
-
-
 def chunk_files(
     repo_path: str, items: list[tuple[str, str, str]], jobs: int, progress: Progress
-) -> list[FileResult]:
-    batches = _batches(items, 32)
-    results: list[FileResult] = []
+) -> list[CachedFile]:
+    batches = [items[i : i + 32] for i in range(0, len(items), 32)]
+    results: list[CachedFile] = []
     if jobs <= 1 or len(items) < 200:
         for batch in batches:
             results.extend(chunk_batch(repo_path, batch))
@@ -143,6 +151,76 @@ def chunk_files(
     return results
 
 
+# -- the base snapshot an update starts from ------------------------------------------------------
+
+
+class BaseSnapshot:
+    """Read access to the rows of a previous snapshot, for copying kept files."""
+
+    def __init__(self, snapshot: Path) -> None:
+        self.path = snapshot
+        self.manifest = read_manifest(snapshot)
+        if self.manifest.get("chunker_version") != CHUNKER_VERSION:
+            raise IndexerError("base index was made by another chunker version")
+        self.files: list[dict[str, Any]] = json.loads((snapshot / "files.json").read_text())
+        self.skipped: dict[str, list[str]] = json.loads((snapshot / "skipped.json").read_text())
+        chunk_file = np.load(snapshot / "chunk_file.npy", allow_pickle=False)
+        starts = np.searchsorted(chunk_file, np.arange(len(self.files)), side="left")
+        ends = np.searchsorted(chunk_file, np.arange(len(self.files)), side="right")
+        self.rows = {
+            f["path"]: (int(s), int(e)) for f, s, e in zip(self.files, starts, ends, strict=True)
+        }
+        self.blob_of = {f["path"]: f["blob"] for f in self.files}
+        self.time_of = {f["path"]: int(f["time"]) for f in self.files}
+        self.meta_offsets = np.load(snapshot / "chunk_offsets.npy", allow_pickle=False)
+        self.text_offsets = np.load(snapshot / "text_offsets.npy", allow_pickle=False)
+        self.columns: dict[str, list[str]] = json.loads((snapshot / "columns.json").read_text())
+        self.lexical = LexicalIndex.load(snapshot)
+        self.fids, self.vectors = DenseIndex.load(snapshot, mmap=False).stored()
+        self._meta = _map(snapshot / "chunks.jsonl")
+        self._texts = _map(snapshot / "texts.bin")
+
+    def meta_bytes(self, start: int, end: int) -> bytes:
+        return bytes(self._meta[int(self.meta_offsets[start]) : int(self.meta_offsets[end])])
+
+    def chunks(self, path: str) -> list[Chunk]:
+        start, end = self.rows[path]
+        out = []
+        for row in range(start, end):
+            record = json.loads(self.meta_bytes(row, row + 1))
+            out.append(Chunk(**record, text=self.text_bytes(row, row + 1).decode("utf-8")))
+        return out
+
+    def text_bytes(self, start: int, end: int) -> bytes:
+        return bytes(self._texts[int(self.text_offsets[start]) : int(self.text_offsets[end])])
+
+
+def _map(path: Path) -> bytes | mmap.mmap:
+    with path.open("rb") as fh:
+        if path.stat().st_size == 0:
+            return b""
+        return mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+
+
+def open_base(index_dir: Path) -> BaseSnapshot | None:
+    try:
+        return BaseSnapshot(current_snapshot(index_dir))
+    except (IndexerError, OSError, ValueError, KeyError, RuntimeError):
+        return None  # nothing usable: build from scratch
+
+
+# -- assembly ------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Fresh:
+    """A file chunked (or taken from the cache) for this build."""
+
+    chunks: list[Chunk]
+    lexical: list[list[str]]
+    dense: list[list[str]]
+
+
 def build_index(
     repo: str | os.PathLike[str] | None = None,
     rev: str | None = None,
@@ -150,83 +228,362 @@ def build_index(
     jobs: int | None = None,
     progress: bool | None = None,
     vectors_dir: str | os.PathLike[str] | None = None,
+    incremental: bool = False,
 ) -> BuildReport:
+    """Index the tree of `rev` (default HEAD). With `incremental`, reuse the current snapshot
+    and the blob cache: only blobs never seen before are chunked."""
     started = time.perf_counter()
     repository = open_repository(repo)
     commit = resolve_commit(repository, rev)
     target = Path(index_dir) if index_dir else default_index_dir(repository.path)
-    table = StaticVectors.load(Path(vectors_dir) if vectors_dir else default_table_dir())
+    table_dir = Path(vectors_dir) if vectors_dir else default_table_dir()
+    table = StaticVectors.load(table_dir)
+    base = open_base(target) if incremental else None
+    if base is not None and base.manifest["vectors"].get("card") != table.card:
+        base = None  # another vector table: every vector changes
+    if base is not None and base.manifest["commit"] == str(commit.id):
+        return _report(base.path, base.manifest, started, "unchanged", len(base.files))
+
     listing = list_tree(repository, commit)
-    items = [(f.path, f.blob, f.language or "text") for f in listing.files]
-    jobs = jobs or min(os.cpu_count() or 1, 8)
+    files = sorted(listing.files, key=lambda f: f.path)
+    cache_store = BlobCache(target / "blobcache")
 
-    bar = Progress("chunking", len(items), progress)
-    results = chunk_files(repository.path, items, jobs, bar)
-    bar.close()
-
-    skipped: dict[str, list[str]] = {k: list(v) for k, v in listing.skipped.items()}
-    chunks: list[Chunk] = []
-    lexical_docs: list[list[str]] = []
-    dense_docs: list[list[str]] = []
-    indexed_files: list[str] = []
-    blob_of = {f.path: f.blob for f in listing.files}
-    for result in sorted(results, key=lambda r: r.path):
-        if result.skip_reason:
-            skipped.setdefault(result.skip_reason, []).append(result.path)
+    kept: list[SourceFile] = []
+    to_chunk: list[SourceFile] = []
+    fresh: dict[str, CachedFile] = {}
+    skipped: dict[str, list[str]] = {p: ["", r] for r, ps in listing.skipped.items() for p in ps}
+    for f in files:
+        if base is not None and base.blob_of.get(f.path) == f.blob:
+            kept.append(f)
             continue
-        indexed_files.append(result.path)
-        chunks.extend(result.chunks)
-        lexical_docs.extend(result.lexical)
-        dense_docs.extend(result.dense)
+        if base is not None and base.skipped.get(f.path, [None])[0] == f.blob:
+            skipped[f.path] = base.skipped[f.path]
+            continue
+        cached = cache_store.get(f.blob, f.language or "text", path_stem(f.path))
+        if cached is not None:
+            fresh[f.path] = cached
+        else:
+            to_chunk.append(f)
+    cached_count = len(fresh)
 
-    times = last_change_times(repository, commit, set(indexed_files))
-    lexical = LexicalIndex.build(lexical_docs)
-    vectors = table.embed_many(dense_docs)
-    fids = np.array([faiss_id(c.id) for c in chunks], dtype=np.int64)
-    dense = DenseIndex.build(vectors, fids)
+    bar = Progress("chunking", len(to_chunk), progress)
+    items = [(f.path, f.blob, f.language or "text") for f in to_chunk]
+    results = chunk_files(repository.path, items, jobs or min(os.cpu_count() or 1, 8), bar)
+    bar.close()
+    for f, result in zip(to_chunk, results, strict=True):
+        fresh[f.path] = result
+        if not (result.skip_reason or "").startswith("error:"):
+            cache_store.put(f.blob, f.language or "text", path_stem(f.path), result)
 
+    indexed = []
+    for f in files:
+        entry = fresh.get(f.path)
+        if entry is not None and entry.skip_reason:
+            skipped[f.path] = [f.blob, entry.skip_reason]
+        elif entry is not None or f in kept:
+            indexed.append(f)
+    kept_paths = {f.path for f in kept}
+
+    times = _change_times(repository, commit, base, indexed, kept_paths)
     writer = SnapshotWriter(target)
     try:
-        write_chunk_store(writer.path, chunks, indexed_files, blob_of, times)
-        np.save(writer.path / "chunk_fids.npy", fids)
-        lexical.save(writer.path)
-        dense.save(writer.path)
-        languages: dict[str, int] = {}
-        for c in chunks:
-            languages[c.language] = languages.get(c.language, 0) + 1
-        manifest = {
-            "commit": str(commit.id),
-            "commit_time": int(commit.commit_time),
-            "chunker_version": CHUNKER_VERSION,
-            "repo_root": str(repo_root(repository)),
-            "vectors": {
+        manifest = _assemble(writer.path, indexed, kept_paths, fresh, base, table, times, skipped)
+        manifest.update(
+            commit=str(commit.id),
+            commit_time=int(commit.commit_time),
+            chunker_version=CHUNKER_VERSION,
+            repo_root=str(repo_root(repository)),
+            vectors={
                 "dims": table.dim,
                 "vocab_size": len(table.vocab),
                 "card": table.card,
-                "dir": str(Path(vectors_dir or default_table_dir())),
+                "dir": str(table_dir),
             },
-            "counts": {
-                "files": len(indexed_files),
-                "chunks": len(chunks),
-                "skipped": {k: len(v) for k, v in sorted(skipped.items())},
-            },
-            "languages": dict(sorted(languages.items())),
-            "skipped_examples": {k: v[:5] for k, v in sorted(skipped.items())},
-        }
+        )
+        _write_graph(writer.path, repository.path, indexed, base, fresh)
         snapshot = writer.publish(manifest)
     except BaseException:
         writer.abort()
         raise
-    size = sum(p.stat().st_size for p in snapshot.iterdir())
+    cache_store.trim()
+    mode = "incremental" if base is not None else "full"
+    report = _report(snapshot, read_manifest(snapshot), started, mode, len(kept))
+    report.cached_files, report.chunked_files = cached_count, len(to_chunk)
+    return report
+
+
+def update_index(
+    repo: str | os.PathLike[str] | None = None,
+    rev: str | None = None,
+    index_dir: str | os.PathLike[str] | None = None,
+    jobs: int | None = None,
+    progress: bool | None = None,
+) -> BuildReport:
+    """Bring the index to `rev` (default HEAD), re-chunking only blobs it has not seen."""
+    return build_index(repo, rev, index_dir, jobs, progress, incremental=True)
+
+
+def _write_graph(
+    directory: Path,
+    repo_path: str,
+    indexed: list[SourceFile],
+    base: BaseSnapshot | None,
+    fresh: dict[str, CachedFile],
+) -> None:
+    """graph.json: the code graph of the indexed files (indexer/graph.py)."""
+    try:
+        from .graph import write_graph
+    except ImportError:  # transitional: the graph module lands in its own commit
+        return
+
+    chunks: list[Chunk] = []
+    for f in indexed:
+        if f.path in fresh:
+            chunks.extend(materialize(fresh[f.path].records, f.path, f.language or "text", f.blob))
+        elif base is not None:
+            chunks.extend(base.chunks(f.path))
+    write_graph(
+        directory, repo_path, [f.path for f in indexed], {f.path: f.blob for f in indexed}, chunks
+    )
+
+
+def _report(
+    snapshot: Path, manifest: dict[str, Any], started: float, mode: str, reused: int
+) -> BuildReport:
+    counts = manifest["counts"]
     return BuildReport(
-        commit=str(commit.id),
-        files=len(indexed_files),
-        chunks=len(chunks),
-        skipped={k: len(v) for k, v in sorted(skipped.items())},
+        commit=manifest["commit"],
+        files=counts["files"],
+        chunks=counts["chunks"],
+        skipped=counts["skipped"],
         seconds=round(time.perf_counter() - started, 3),
         snapshot=str(snapshot),
-        bytes=size,
-        languages=dict(sorted(languages.items())),
+        bytes=sum(f["bytes"] for f in manifest["files"].values()),
+        languages=manifest.get("languages", {}),
+        mode=mode,
+        reused_files=reused,
+    )
+
+
+def _change_times(
+    repository: Any,
+    commit: Any,
+    base: BaseSnapshot | None,
+    indexed: list[SourceFile],
+    kept_paths: set[str],
+) -> dict[str, int]:
+    """Last-change time per file, exactly as a full build's history walk would find it.
+
+    When the base commit is on the target's first-parent chain, only the commits in between are
+    walked: a kept file untouched there keeps its time. Otherwise every file is walked again.
+    """
+    paths = {f.path for f in indexed}
+    if base is None:
+        full: dict[str, int] = last_change_times(repository, commit, paths)
+        return full
+    recent, unresolved = last_change_times(
+        repository, commit, paths, stop_at=base.manifest["commit"], partial=True
+    )
+    if unresolved is None:  # base commit not on the first-parent chain
+        walked: dict[str, int] = last_change_times(repository, commit, paths)
+        return walked
+    times = dict(recent)
+    todo = set()
+    for path in unresolved:
+        if path in kept_paths and path in base.time_of:
+            times[path] = base.time_of[path]
+        else:
+            todo.add(path)
+    if todo:
+        times.update(last_change_times(repository, commit, todo))
+    return times
+
+
+def _assemble(
+    directory: Path,
+    indexed: list[SourceFile],
+    kept_paths: set[str],
+    fresh: dict[str, CachedFile],
+    base: BaseSnapshot | None,
+    table: StaticVectors,
+    times: dict[str, int],
+    skipped: dict[str, list[str]],
+) -> dict[str, Any]:
+    """Write every data file of the snapshot; returns the manifest fields it knows."""
+    meta_parts: list[bytes] = []
+    text_parts: list[bytes] = []
+    meta_lengths: list[np.ndarray] = []
+    text_lengths: list[np.ndarray] = []
+    fids: list[np.ndarray] = []
+    chunk_file: list[np.ndarray] = []
+    flags: list[np.ndarray] = []
+    symbols: list[str] = []
+    kinds: list[str] = []
+    defines: list[str] = []
+    vector_parts: list[tuple[str, Any]] = []  # ("base", slice) or ("new", index into new_docs)
+    new_dense: list[list[str]] = []
+    new_lexical: list[list[str]] = []
+    new_rows: list[int] = []
+    base_rows: list[np.ndarray] = []  # base row of each kept row, in new-row order
+    kept_new_rows: list[np.ndarray] = []
+    languages: dict[str, int] = {}
+    file_records = []
+    row = 0
+    for file_index, f in enumerate(indexed):
+        file_records.append({"path": f.path, "blob": f.blob, "time": times.get(f.path, 0)})
+        if f.path in kept_paths and base is not None:
+            start, end = base.rows[f.path]
+            n = end - start
+            meta_parts.append(base.meta_bytes(start, end))
+            text_parts.append(base.text_bytes(start, end))
+            meta_lengths.append(np.diff(base.meta_offsets[start : end + 1]))
+            text_lengths.append(np.diff(base.text_offsets[start : end + 1]))
+            fids.append(base.fids[start:end])
+            symbols.extend(base.columns["symbols"][start:end])
+            kinds.extend(base.columns["kinds"][start:end])
+            defines.extend(base.columns["defines"][start:end])
+            vector_parts.append(("base", slice(start, end)))
+            base_rows.append(np.arange(start, end))
+            kept_new_rows.append(np.arange(row, row + n))
+            language = json.loads(base.meta_bytes(start, start + 1))["language"] if n else ""
+        else:
+            entry = fresh[f.path]
+            language = f.language or "text"
+            chunks = materialize(entry.records, f.path, language, f.blob)
+            n = len(chunks)
+            path_lex, path_dense = path_documents(f.path)
+            ids = np.empty(n, dtype=np.int64)
+            for i, c in enumerate(chunks):
+                record = c.to_dict()
+                text = record.pop("text").encode("utf-8")
+                line = json.dumps(record, ensure_ascii=False).encode("utf-8") + b"\n"
+                meta_parts.append(line)
+                text_parts.append(text)
+                meta_lengths.append(np.array([len(line)], dtype=np.int64))
+                text_lengths.append(np.array([len(text)], dtype=np.int64))
+                ids[i] = faiss_id(c.id)
+                symbols.append(c.symbol)
+                kinds.append(c.kind)
+                defines.append(module_definitions(c.text) if c.kind == "module" else "")
+                new_lexical.append(entry.lexical[i] + path_lex)
+                new_dense.append(entry.dense[i] + path_dense)
+                new_rows.append(row + i)
+            fids.append(ids)
+            vector_parts.append(("new", slice(len(new_dense) - n, len(new_dense))))
+        languages[language] = languages.get(language, 0) + n
+        chunk_file.append(np.full(n, file_index, dtype=np.int32))
+        flags.append(np.full(n, path_flags(f.path), dtype=np.uint8))
+        row += n
+    n_rows = row
+
+    # Texts and metadata: kept rows are copied as bytes, fresh rows were serialised above.
+    for name, parts_, lengths_, offsets_name in (
+        ("chunks.jsonl", meta_parts, meta_lengths, "chunk_offsets.npy"),
+        ("texts.bin", text_parts, text_lengths, "text_offsets.npy"),
+    ):
+        (directory / name).write_bytes(b"".join(parts_))
+        offsets = np.zeros(n_rows + 1, dtype=np.int64)
+        if lengths_:
+            np.cumsum(np.concatenate(lengths_), out=offsets[1:])
+        np.save(directory / offsets_name, offsets)
+    all_fids = np.concatenate(fids) if fids else np.zeros(0, dtype=np.int64)
+    np.save(directory / "chunk_fids.npy", all_fids)
+    np.save(
+        directory / "chunk_file.npy",
+        np.concatenate(chunk_file) if chunk_file else np.zeros(0, dtype=np.int32),
+    )
+    np.save(
+        directory / "chunk_flags.npy",
+        np.concatenate(flags) if flags else np.zeros(0, dtype=np.uint8),
+    )
+    (directory / "columns.json").write_text(
+        json.dumps({"symbols": symbols, "kinds": kinds, "defines": defines}, ensure_ascii=False),
+        encoding="utf-8",
+    )
+    (directory / "files.json").write_text(json.dumps(file_records), encoding="utf-8")
+    (directory / "skipped.json").write_text(
+        json.dumps(dict(sorted(skipped.items()))), encoding="utf-8"
+    )
+
+    # Dense: stored fp16 vectors of kept rows, fresh embeddings for the rest.
+    new_vectors = table.embed_many(new_dense) if new_dense else np.zeros((0, table.dim), np.float32)
+    parts = []
+    for kind, where in vector_parts:
+        if kind == "base":
+            assert base is not None
+            parts.append(base.vectors[where].astype(np.float32))
+        else:
+            parts.append(np.asarray(new_vectors[where], dtype=np.float16).astype(np.float32))
+    vectors = np.vstack(parts) if parts else np.zeros((0, table.dim), np.float32)
+    DenseIndex.build(vectors, all_fids).save(directory)
+
+    # Lexical: base postings of kept rows (remapped) merged with fresh rows' postings.
+    lexical = _merge_lexical(base, base_rows, kept_new_rows, new_lexical, new_rows, n_rows)
+    lexical.save(directory)
+
+    skip_counts: dict[str, int] = {}
+    for _, reason in skipped.values():
+        skip_counts[reason] = skip_counts.get(reason, 0) + 1
+    examples: dict[str, list[str]] = {}
+    for path, (_, reason) in sorted(skipped.items()):
+        if len(examples.setdefault(reason, [])) < 5:
+            examples[reason].append(path)
+    return {
+        "counts": {
+            "files": len(indexed),
+            "chunks": n_rows,
+            "skipped": dict(sorted(skip_counts.items())),
+        },
+        "languages": dict(sorted(languages.items())),
+        "skipped_examples": examples,
+    }
+
+
+def _merge_lexical(
+    base: BaseSnapshot | None,
+    base_rows: list[np.ndarray],
+    kept_new_rows: list[np.ndarray],
+    new_lexical: list[list[str]],
+    new_rows: list[int],
+    n_rows: int,
+) -> LexicalIndex:
+    """Postings sorted by (term, row), identical to what a full build would produce."""
+    lengths = np.zeros(n_rows, dtype=np.float32)
+    terms_new, docs_new, tfs_new, lengths_new = postings_of(new_lexical)
+    rows_new = np.asarray(new_rows, dtype=np.int64)
+    if len(rows_new):
+        docs_new = rows_new[docs_new]
+        lengths[rows_new] = lengths_new
+    vocab_parts: list[str] = list(set(terms_new))
+    kept_term_ids = kept_docs = kept_tfs = np.zeros(0, dtype=np.int64)
+    old_terms: list[str] = []
+    if base is not None and base_rows:
+        old_rows = np.concatenate(base_rows)
+        new_of_old = np.full(base.lexical.n_docs, -1, dtype=np.int64)
+        new_of_old[old_rows] = np.concatenate(kept_new_rows)
+        lengths[new_of_old[old_rows]] = np.asarray(base.lexical.doc_lengths)[old_rows]
+        term_ids = base.lexical.term_ids()
+        docs = np.asarray(base.lexical.docs, dtype=np.int64)
+        mask = new_of_old[docs] >= 0
+        kept_term_ids, kept_docs = term_ids[mask], new_of_old[docs[mask]]
+        kept_tfs = np.asarray(base.lexical.tfs)[mask]
+        old_terms = base.lexical.terms
+        used = np.unique(kept_term_ids)
+        vocab_parts.extend(old_terms[i] for i in used.tolist())
+    vocab = sorted(set(vocab_parts))
+    ids = {t: i for i, t in enumerate(vocab)}
+    if len(old_terms):
+        remap = np.zeros(len(old_terms), dtype=np.int64)
+        used = np.unique(kept_term_ids)
+        remap[used] = [ids[old_terms[i]] for i in used.tolist()]
+        kept_term_ids = remap[kept_term_ids]
+    fresh_ids = np.fromiter((ids[t] for t in terms_new), dtype=np.int64, count=len(terms_new))
+    term_ids_all = np.concatenate([kept_term_ids, fresh_ids])
+    docs_all = np.concatenate([kept_docs, docs_new])
+    tfs_all = np.concatenate([np.asarray(kept_tfs, dtype=np.float32), tfs_new])
+    order = np.lexsort((docs_all, term_ids_all))
+    return LexicalIndex.from_postings(
+        vocab, term_ids_all[order], docs_all[order], tfs_all[order], lengths
     )
 
 
@@ -242,49 +599,4 @@ def module_definitions(text: str) -> str:
     return " ".join(dict.fromkeys(m.group(1) for m in _TOP_LEVEL_ASSIGNMENT.finditer(text)))
 
 
-def write_chunk_store(
-    directory: Path,
-    chunks: list[Chunk],
-    files: list[str],
-    blob_of: dict[str, str],
-    times: dict[str, int],
-) -> None:
-    """chunks.jsonl (metadata), texts.bin (UTF-8 texts), offsets and per-chunk columns."""
-    file_index = {path: i for i, path in enumerate(files)}
-    meta_offsets = [0]
-    text_offsets = [0]
-    with (
-        (directory / "chunks.jsonl").open("wb") as meta,
-        (directory / "texts.bin").open("wb") as texts,
-    ):
-        for c in chunks:
-            record = c.to_dict()
-            text = record.pop("text").encode("utf-8")
-            line = json.dumps(record, ensure_ascii=False).encode("utf-8") + b"\n"
-            meta.write(line)
-            texts.write(text)
-            meta_offsets.append(meta_offsets[-1] + len(line))
-            text_offsets.append(text_offsets[-1] + len(text))
-    np.save(directory / "chunk_offsets.npy", np.asarray(meta_offsets, dtype=np.int64))
-    np.save(directory / "text_offsets.npy", np.asarray(text_offsets, dtype=np.int64))
-    np.save(
-        directory / "chunk_file.npy",
-        np.asarray([file_index[c.path] for c in chunks], dtype=np.int32),
-    )
-    np.save(
-        directory / "chunk_flags.npy",
-        np.asarray([path_flags(c.path) for c in chunks], dtype=np.uint8),
-    )
-    columns = {
-        "symbols": [c.symbol for c in chunks],
-        "kinds": [c.kind for c in chunks],
-        "defines": [module_definitions(c.text) if c.kind == "module" else "" for c in chunks],
-    }
-    (directory / "columns.json").write_text(
-        json.dumps(columns, ensure_ascii=False), encoding="utf-8"
-    )
-    file_records = [{"path": p, "blob": blob_of[p], "time": times.get(p, 0)} for p in files]
-    (directory / "files.json").write_text(json.dumps(file_records), encoding="utf-8")
-
-
-__all__ = ["SPECS", "BuildReport", "build_index"]
+__all__ = ["BuildReport", "build_index", "module_definitions", "update_index"]

@@ -74,15 +74,15 @@ class _Def:
 
 
 class _FileChunker:
-    def __init__(self, path: str, language: str, blob: str, data: bytes) -> None:
-        self.path = path
-        self.language = language
-        self.blob = blob
+    """Chunks one file's bytes. Path-independent except for `stem` (module chunks' name), so
+    results can be cached by blob and reused under another path (see blobcache.py)."""
+
+    def __init__(self, stem: str, data: bytes) -> None:
+        self.stem = stem
         self.data = data
         self.lines = data.decode("utf-8", errors="replace").splitlines()
         self.line_starts = _line_starts(data)
-        self.chunks: list[Chunk] = []
-        self._seen: dict[tuple[str, str], int] = {}
+        self.records: list[dict[str, Any]] = []
 
     # -- output ----------------------------------------------------------------------------------
     def emit(
@@ -98,28 +98,21 @@ class _FileChunker:
     ) -> None:
         if not text.strip():
             return
-        key = (kind, qualname)
-        ordinal = self._seen.get(key, 0)
-        self._seen[key] = ordinal + 1
         start_byte = self.line_starts[min(start_line, len(self.line_starts) - 1)]
         end_byte = self.line_starts[min(end_line + 1, len(self.line_starts) - 1)]
-        self.chunks.append(
-            Chunk(
-                id=chunk_id(self.path, kind, qualname, ordinal),
-                path=self.path,
-                language=self.language,
-                kind=kind,
-                symbol=symbol,
-                qualname=qualname,
-                signature=signature,
-                docstring=docstring,
-                start_line=start_line + 1,
-                end_line=end_line + 1,
-                start_byte=start_byte,
-                end_byte=end_byte,
-                blob=self.blob,
-                text=text,
-            )
+        self.records.append(
+            {
+                "kind": kind,
+                "symbol": symbol,
+                "qualname": qualname,
+                "signature": signature,
+                "docstring": docstring,
+                "start_line": start_line + 1,
+                "end_line": end_line + 1,
+                "start_byte": start_byte,
+                "end_byte": end_byte,
+                "text": text,
+            }
         )
 
     def line_text(self, start: int, end: int) -> str:
@@ -141,14 +134,14 @@ class _FileChunker:
                 break
             pos += step
 
-    def text_file(self) -> None:
-        if self.language == "markdown":
+    def text_file(self, language: str) -> None:
+        if language == "markdown":
             self.markdown()
         else:
-            self.windows("text", _stem(self.path), "", 0, len(self.lines) - 1, MODULE_BLOCK_LINES)
+            self.windows("text", self.stem, "", 0, len(self.lines) - 1, MODULE_BLOCK_LINES)
 
     def markdown(self) -> None:
-        sections: list[tuple[int, str]] = [(0, _stem(self.path))]
+        sections: list[tuple[int, str]] = [(0, self.stem)]
         fenced = False
         for number, line in enumerate(self.lines):
             if line.lstrip().startswith(("```", "~~~")):
@@ -191,7 +184,7 @@ class _FileChunker:
                     end -= 1
                 if start <= end:
                     self.windows(
-                        "module", _stem(self.path), "<module>", start, end, MODULE_BLOCK_LINES
+                        "module", self.stem, "<module>", start, end, MODULE_BLOCK_LINES
                     )
                 block_start = None
 
@@ -409,17 +402,39 @@ class _FileChunker:
             self.emit_def(m, spec)
 
 
-def chunk_file(path: str, language: str, blob: str, data: bytes) -> list[Chunk]:
-    """All chunks of one file. Never raises on bad syntax: tree-sitter recovers."""
-    chunker = _FileChunker(path, language, blob, data)
+def chunk_records(stem: str, language: str, data: bytes) -> list[dict[str, Any]]:
+    """Path-independent chunk records of one file. Never raises on bad syntax."""
+    chunker = _FileChunker(stem, data)
     if not chunker.lines:
         return []
     spec = SPECS.get(language)
     if spec is None:
-        chunker.text_file()
+        chunker.text_file(language)
     else:
         chunker.code_file(spec)
-    return chunker.chunks
+    return chunker.records
+
+
+def materialize(
+    records: list[dict[str, Any]], path: str, language: str, blob: str
+) -> list[Chunk]:
+    """Chunks at `path`: ids are derived from the path, kind, qualified name and ordinal."""
+    seen: dict[tuple[str, str], int] = {}
+    chunks = []
+    for r in records:
+        key = (r["kind"], r["qualname"])
+        ordinal = seen.get(key, 0)
+        seen[key] = ordinal + 1
+        chunks.append(
+            Chunk(id=chunk_id(path, r["kind"], r["qualname"], ordinal), path=path,
+                  language=language, blob=blob, **r)
+        )
+    return chunks
+
+
+def chunk_file(path: str, language: str, blob: str, data: bytes) -> list[Chunk]:
+    """All chunks of one file. Never raises on bad syntax: tree-sitter recovers."""
+    return materialize(chunk_records(path_stem(path), language, data), path, language, blob)
 
 
 # -- helpers -------------------------------------------------------------------------------------
@@ -435,7 +450,7 @@ def _line_starts(data: bytes) -> list[int]:
     return starts
 
 
-def _stem(path: str) -> str:
+def path_stem(path: str) -> str:
     name = path.rsplit("/", 1)[-1]
     return name.split(".", 1)[0] or name
 

@@ -7,6 +7,7 @@ import json
 import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from . import __version__
@@ -98,14 +99,35 @@ def cmd_show(args: argparse.Namespace) -> int:
     return 0
 
 
+def _index_dir(args: argparse.Namespace) -> Path:
+    from .api import _git_dir
+    from .store import default_index_dir
+
+    return Path(args.index_dir) if args.index_dir else default_index_dir(_git_dir(args.repo))
+
+
 def cmd_status(args: argparse.Namespace) -> int:
     from .api import Index
+    from .errors import NoIndexError
+    from .freshness import freshness, last_failure
 
-    index = Index.open(args.repo, index_dir=args.index_dir)
+    index_dir = _index_dir(args)
+    try:
+        index = Index.open(args.repo, index_dir=index_dir)
+    except NoIndexError as exc:
+        failure = last_failure(index_dir)
+        if failure:
+            raise NoIndexError(f"{exc} (last update failed: {failure['error']})") from None
+        raise
     status = index.status()
+    status["freshness"] = freshness(args.repo or ".", index_dir, status["commit"])
     if args.json:
         _emit_json(status)
         return 0
+    fresh = status["freshness"]
+    print(f"state      {fresh['state']} (HEAD {str(fresh['head'])[:12]})")
+    if fresh["last_failure"]:
+        print(f"last failure {fresh['last_failure']['time']}: {fresh['last_failure']['error']}")
     counts = status["counts"]
     skipped = ", ".join(f"{k} {v}" for k, v in counts["skipped"].items()) or "none"
     print(f"commit     {status['commit']}")
@@ -118,6 +140,88 @@ def cmd_status(args: argparse.Namespace) -> int:
     langs = ", ".join(f"{k} {v}" for k, v in status["languages"].items())
     print(f"languages  {langs}")
     print(f"artifacts  {status['snapshot']} ({status['artifact_bytes'] / 1e6:.1f} MB)")
+    return 0
+
+
+def cmd_update(args: argparse.Namespace) -> int:
+    from .freshness import run_updates, start_background_update
+
+    index_dir = _index_dir(args)
+    if args.background:
+        start_background_update(args.repo, index_dir)  # returns at once, never fails git
+        return 0
+    if args.quiet:
+        return run_updates(args.repo, index_dir, args.rev)
+    from .build import update_index
+
+    report = update_index(
+        args.repo,
+        args.rev,
+        index_dir=index_dir,
+        jobs=args.jobs,
+        progress=None if not args.json else False,
+    )
+    if args.json:
+        _emit_json(report.to_dict())
+    else:
+        print(
+            f"{report.mode} update to {report.commit[:12]}: {report.files} files, "
+            f"{report.chunks} chunks in {report.seconds:.2f}s ({report.reused_files} files "
+            f"reused, {report.cached_files} from cache, {report.chunked_files} chunked)"
+        )
+    return 0
+
+
+def cmd_hooks(args: argparse.Namespace) -> int:
+    from . import hooks
+
+    changes = hooks.install(args.repo) if args.action == "install" else hooks.uninstall(args.repo)
+    if args.json:
+        _emit_json([c.to_dict() for c in changes])
+    else:
+        for c in changes:
+            print(f"{c.hook:14} {c.action}")
+    return 0
+
+
+def cmd_publish(args: argparse.Namespace) -> int:
+    from .share import publish
+
+    result = publish(args.repo, args.index_dir, args.ref)
+    if args.json:
+        _emit_json(result)
+    else:
+        print(
+            f"published index of {result['indexed_commit'][:12]} as {result['ref']} "
+            f"({result['commit'][:12]}); share it with `git push origin {result['ref']}`"
+        )
+    return 0
+
+
+def cmd_pull(args: argparse.Namespace) -> int:
+    from .share import pull
+
+    result = pull(args.repo, args.index_dir, args.ref)
+    if args.json:
+        _emit_json(result)
+    else:
+        extra = " and updated it to HEAD" if result["updated"] else ""
+        print(f"adopted the index of {result['indexed_commit'][:12]} from {result['ref']}{extra}")
+    return 0
+
+
+def cmd_ci(args: argparse.Namespace) -> int:
+    from .share import ci
+
+    result = ci(args.repo, args.index_dir, args.ref)
+    if args.json:
+        _emit_json(result)
+    else:
+        b, p = result["build"], result["publish"]
+        print(
+            f"{b['mode']} build of {b['commit'][:12]} ({b['chunks']} chunks, "
+            f"{b['seconds']:.1f}s); published as {p['ref']}"
+        )
     return 0
 
 
@@ -184,6 +288,45 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("status", parents=[common], help="what is indexed and where")
     p.set_defaults(func=cmd_status)
+
+    p = sub.add_parser(
+        "update", parents=[common], help="bring the index to HEAD, re-chunking only changed blobs"
+    )
+    p.add_argument("--rev", default=None, help="commit to index (default: HEAD)")
+    p.add_argument("--jobs", type=int, default=None, help="parallel chunking processes")
+    p.add_argument(
+        "--background",
+        action="store_true",
+        help="start a detached update and return at once (for git hooks)",
+    )
+    p.add_argument(
+        "--quiet",
+        action="store_true",
+        help="lock, coalesce triggers, log failures instead of printing them",
+    )
+    p.set_defaults(func=cmd_update)
+
+    p = sub.add_parser("hooks", parents=[common], help="install or remove the git hooks")
+    p.add_argument("action", choices=["install", "uninstall"])
+    p.set_defaults(func=cmd_hooks)
+
+    p = sub.add_parser(
+        "publish",
+        parents=[common],
+        help="commit the index to a dedicated ref (refs/indexer/<branch>)",
+    )
+    p.add_argument("--ref", default=None, help="ref name (default: refs/indexer/<branch>)")
+    p.set_defaults(func=cmd_publish)
+
+    p = sub.add_parser(
+        "pull", parents=[common], help="adopt a published index for HEAD or an ancestor of it"
+    )
+    p.add_argument("--ref", default=None, help="ref name (default: refs/indexer/<branch>)")
+    p.set_defaults(func=cmd_pull)
+
+    p = sub.add_parser("ci", parents=[common], help="build (incrementally) and publish, for CI")
+    p.add_argument("--ref", default=None, help="ref name (default: refs/indexer/<branch>)")
+    p.set_defaults(func=cmd_ci)
 
     p = sub.add_parser("eval", help="retrieval quality on a dataset of queries with gold files")
     p.add_argument("--dataset", required=True, help="JSONL with query, gold_files, gold_functions")

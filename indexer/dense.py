@@ -30,6 +30,8 @@ class DenseIndex:
             int(vectors.shape[1]), faiss.ScalarQuantizer.QT_fp16, faiss.METRIC_INNER_PRODUCT
         )
         index = faiss.IndexIDMap2(inner)
+        # Round to fp16 here so that re-adding stored vectors (incremental updates) is exact.
+        vectors = np.asarray(vectors, dtype=np.float16).astype(np.float32)
         if len(ids):
             index.add_with_ids(
                 np.ascontiguousarray(vectors, dtype=np.float32),
@@ -45,6 +47,15 @@ class DenseIndex:
     def reconstruct(self, ids: np.ndarray) -> np.ndarray:
         return np.vstack([self.index.reconstruct(int(i)) for i in ids])  # type: ignore[attr-defined]
 
+    def stored(self) -> tuple[np.ndarray, np.ndarray]:
+        """(ids, fp16 vectors) in insertion order, decoded straight from the index's codes."""
+        import faiss
+
+        ids = faiss.vector_to_array(self.index.id_map).astype(np.int64)  # type: ignore[attr-defined]
+        inner = faiss.downcast_index(self.index.index)  # type: ignore[attr-defined]
+        codes = faiss.vector_to_array(inner.codes)  # type: ignore[attr-defined]
+        return ids, codes.view(np.float16).reshape(len(ids), inner.d)
+
     @property
     def ntotal(self) -> int:
         return int(self.index.ntotal)  # type: ignore[attr-defined]
@@ -55,14 +66,15 @@ class DenseIndex:
         faiss.write_index(self.index, str(directory / FILE))  # type: ignore[call-overload]
 
     @classmethod
-    def load(cls, directory: Path) -> DenseIndex:
+    def load(cls, directory: Path, mmap: bool = True) -> DenseIndex:
         import faiss
 
         # One query at a time: OpenMP thread start-up costs more than the scan itself.
         faiss.omp_set_num_threads(1)
         # Memory-mapped: a cold search reads only the pages it scans, and processes share them.
         try:
-            index = faiss.read_index(str(directory / FILE), faiss.IO_FLAG_MMAP)
+            flags = faiss.IO_FLAG_MMAP if mmap else 0
+            index = faiss.read_index(str(directory / FILE), flags)
         except RuntimeError:
             index = faiss.read_index(str(directory / FILE))
         return cls(index)

@@ -159,20 +159,33 @@ def list_tree(repo: pygit2.Repository, commit: pygit2.Commit) -> TreeListing:
 
 
 def last_change_times(
-    repo: pygit2.Repository, commit: pygit2.Commit, paths: set[str], max_commits: int = 2000
-) -> dict[str, int]:
-    """Commit time of the last change of each path, walking at most `max_commits` commits.
+    repo: pygit2.Repository,
+    commit: pygit2.Commit,
+    paths: set[str],
+    max_commits: int = 2000,
+    stop_at: str | None = None,
+    partial: bool = False,
+) -> Any:
+    """Commit time of the last change of each path, walking first parents from `commit`.
 
-    Paths not resolved within the walk get the time of the oldest commit seen: an upper bound
-    that is good enough for a recency signal and keeps builds of huge histories bounded.
+    Paths not resolved within `max_commits` get the time of the oldest commit seen: an upper
+    bound that is good enough for a recency signal and keeps builds of huge histories bounded.
+    With `partial`, the walk stops before `stop_at` and returns (times, unresolved paths), or
+    (times, None) when `stop_at` is not on the first-parent chain.
     """
     times: dict[str, int] = {}
     remaining = set(paths)
     oldest = int(commit.commit_time)
+    reached = False
     walker = repo.walk(commit.id, pygit2.enums.SortMode.TOPOLOGICAL | pygit2.enums.SortMode.TIME)
     walker.simplify_first_parent()
     for count, current in enumerate(walker):
-        if not remaining or count >= max_commits:
+        if partial and str(current.id) == stop_at:
+            reached = True
+            break
+        if not remaining and not partial:
+            break
+        if count >= max_commits:
             break
         oldest = int(current.commit_time)
         parents = current.parents
@@ -180,13 +193,17 @@ def last_change_times(
             for path in remaining:
                 times[path] = oldest
             remaining.clear()
-            break
+            if partial:
+                break
+            continue
         diff: Any = parents[0].tree.diff_to_tree(current.tree)
         for delta in diff.deltas:
             path = delta.new_file.path
             if path in remaining:
                 times[path] = oldest
                 remaining.discard(path)
+    if partial:
+        return times, (remaining if reached else None)
     for path in remaining:
         times[path] = oldest
     return times

@@ -22,42 +22,53 @@ B = 0.75
 
 @dataclass
 class LexicalIndex:
-    vocab: dict[str, int]
+    vocab: dict[str, int]  # term -> id; ids follow the sorted order of the terms
     indptr: np.ndarray  # int64, len(vocab)+1
-    docs: np.ndarray  # int32 document ids of the postings
+    docs: np.ndarray  # int32 document ids of the postings (sorted by term, then document)
     scores: np.ndarray  # float32 BM25 contribution of the term in that document
     idf: np.ndarray  # float32 per term
     n_docs: int
+    tfs: np.ndarray  # float32 term frequency of each posting (kept for incremental updates)
+    doc_lengths: np.ndarray  # float32 terms per document
 
     @classmethod
     def build(cls, documents: Sequence[Sequence[str]]) -> LexicalIndex:
-        n_docs = len(documents)
-        vocab: dict[str, int] = {}
-        term_ids: list[int] = []
-        doc_ids: list[int] = []
-        tfs: list[int] = []
-        lengths = np.zeros(n_docs, dtype=np.float32)
-        for doc, terms in enumerate(documents):
-            counts = Counter(terms)
-            lengths[doc] = len(terms)
-            for term, tf in counts.items():
-                tid = vocab.setdefault(term, len(vocab))
-                term_ids.append(tid)
-                doc_ids.append(doc)
-                tfs.append(tf)
-        t = np.asarray(term_ids, dtype=np.int64)
-        d = np.asarray(doc_ids, dtype=np.int32)
-        f = np.asarray(tfs, dtype=np.float32)
-        order = np.argsort(t, kind="stable")
-        t, d, f = t[order], d[order], f[order]
-        df = np.bincount(t, minlength=len(vocab)).astype(np.float32)
+        terms, docs, tfs, lengths = postings_of(documents)
+        vocab = sorted(set(terms))
+        ids = {t: i for i, t in enumerate(vocab)}
+        term_ids = np.fromiter((ids[t] for t in terms), dtype=np.int64, count=len(terms))
+        order = np.lexsort((docs, term_ids))
+        return cls.from_postings(vocab, term_ids[order], docs[order], tfs[order], lengths)
+
+    @classmethod
+    def from_postings(
+        cls,
+        vocab: Sequence[str],
+        term_ids: np.ndarray,
+        docs: np.ndarray,
+        tfs: np.ndarray,
+        doc_lengths: np.ndarray,
+    ) -> LexicalIndex:
+        """The index from postings sorted by (term, document). Full builds and incremental
+        updates both end here, so equal postings give byte-identical indexes."""
+        n_docs = len(doc_lengths)
+        df = np.bincount(term_ids, minlength=len(vocab)).astype(np.float32)
         idf = np.log1p((n_docs - df + 0.5) / (df + 0.5)).astype(np.float32)
-        avgdl = float(lengths.mean()) if n_docs else 1.0
-        norm = K1 * (1 - B + B * lengths[d] / max(avgdl, 1e-9))
-        scores = (idf[t] * f * (K1 + 1) / (f + norm)).astype(np.float32)
+        avgdl = float(doc_lengths.mean()) if n_docs else 1.0
+        norm = K1 * (1 - B + B * doc_lengths[docs] / max(avgdl, 1e-9))
+        scores = (idf[term_ids] * tfs * (K1 + 1) / (tfs + norm)).astype(np.float32)
         indptr = np.zeros(len(vocab) + 1, dtype=np.int64)
         np.cumsum(df.astype(np.int64), out=indptr[1:])
-        return cls(vocab, indptr, d, scores, idf, n_docs)
+        return cls({t: i for i, t in enumerate(vocab)}, indptr, docs.astype(np.int32), scores,
+                   idf, n_docs, tfs.astype(np.float32), doc_lengths.astype(np.float32))
+
+    @property
+    def terms(self) -> list[str]:
+        return sorted(self.vocab, key=self.vocab.__getitem__)
+
+    def term_ids(self) -> np.ndarray:
+        """Term id of every posting (the inverse of indptr)."""
+        return np.repeat(np.arange(len(self.vocab), dtype=np.int64), np.diff(self.indptr))
 
     def query_weights(self, terms: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         """Known term ids and their weights (1 + log of the term's count in the query)."""
@@ -95,7 +106,9 @@ class LexicalIndex:
         np.save(directory / "bm25_docs.npy", self.docs)
         np.save(directory / "bm25_scores.npy", self.scores)
         np.save(directory / "bm25_idf.npy", self.idf)
-        terms = sorted(self.vocab, key=self.vocab.__getitem__)
+        np.save(directory / "bm25_tfs.npy", self.tfs)
+        np.save(directory / "bm25_doclen.npy", self.doc_lengths)
+        terms = self.terms
         (directory / "bm25_vocab.json").write_text(
             json.dumps({"n_docs": self.n_docs, "terms": terms}), encoding="utf-8"
         )
@@ -111,7 +124,25 @@ class LexicalIndex:
             np.load(directory / "bm25_scores.npy", allow_pickle=False, mmap_mode="r"),
             np.load(directory / "bm25_idf.npy", allow_pickle=False),
             int(meta["n_docs"]),
+            np.load(directory / "bm25_tfs.npy", allow_pickle=False, mmap_mode="r"),
+            np.load(directory / "bm25_doclen.npy", allow_pickle=False, mmap_mode="r"),
         )
 
 
-FILES = ("bm25_indptr.npy", "bm25_docs.npy", "bm25_scores.npy", "bm25_idf.npy", "bm25_vocab.json")
+
+
+def postings_of(
+    documents: Sequence[Sequence[str]], first_doc: int = 0
+) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
+    """(term, document, term frequency) of every distinct term of every document, and lengths."""
+    terms: list[str] = []
+    docs: list[int] = []
+    tfs: list[int] = []
+    lengths = np.zeros(len(documents), dtype=np.float32)
+    for i, doc_terms in enumerate(documents):
+        counts = Counter(doc_terms)
+        lengths[i] = len(doc_terms)
+        terms.extend(counts)
+        docs.extend([first_doc + i] * len(counts))
+        tfs.extend(counts.values())
+    return (terms, np.asarray(docs, dtype=np.int64), np.asarray(tfs, dtype=np.float32), lengths)

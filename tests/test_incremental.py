@@ -1,0 +1,141 @@
+"""Incremental updates answer exactly like a full rebuild at the same commit."""
+
+import filecmp
+import os
+import shutil
+from pathlib import Path
+
+import pygit2
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from indexer import Index
+from indexer.build import build_index, update_index
+from indexer.store import current_snapshot
+
+from .conftest import JS_CART, PYTHON_BILLING, PYTHON_NET, commit_all, write_files
+
+QUERIES = ["InvoiceCalculator", "retry after failure", "shopping cart items", "format money",
+           "open tcp connection", "helper number"]
+
+
+def assert_equivalent(repo: Path, incremental_dir: Path, tmp: Path) -> None:
+    """Same files byte for byte (manifest aside), same chunk ids, same top-10 answers."""
+    full_dir = tmp / "full"
+    shutil.rmtree(full_dir, ignore_errors=True)
+    build_index(repo, index_dir=full_dir, progress=False)
+    a, b = current_snapshot(incremental_dir), current_snapshot(full_dir)
+    names = sorted(p.name for p in b.iterdir())
+    assert names == sorted(p.name for p in a.iterdir())
+    for name in names:
+        if name != "manifest.json":
+            assert filecmp.cmp(a / name, b / name, shallow=False), name
+    ia, ib = Index(a), Index(b)
+    assert ia.manifest["counts"] == ib.manifest["counts"]
+    assert ia.commit == ib.commit
+    for q in QUERIES:
+        assert [r.id for r in ia.search(q)] == [r.id for r in ib.search(q)], q
+
+
+def test_update_reuses_kept_files_and_matches_full_build(make_repo, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    repo = make_repo({"billing/invoice.py": PYTHON_BILLING, "net/retry.py": PYTHON_NET,
+                      "web/cart.js": JS_CART})
+    index_dir = tmp_path / "inc"
+    first = update_index(repo, index_dir=index_dir, progress=False)
+    assert first.mode == "full" and first.chunked_files == 3
+
+    write_files(repo, {"net/retry.py": PYTHON_NET + "\n\ndef helper_number():\n    return 7\n"})
+    commit_all(repo, "edit retry")
+    second = update_index(repo, index_dir=index_dir, progress=False)
+    assert second.mode == "incremental"
+    assert second.reused_files == 2 and second.chunked_files == 1
+    assert_equivalent(repo, index_dir, tmp_path)
+    assert Index(current_snapshot(index_dir)).search("helper_number")[0].symbol == "helper_number"
+
+    again = update_index(repo, index_dir=index_dir, progress=False)
+    assert again.mode == "unchanged"
+
+
+def test_renames_reverts_and_branch_switches_reuse_the_blob_cache(make_repo, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    repo_path = make_repo({"billing/invoice.py": PYTHON_BILLING, "web/cart.js": JS_CART})
+    repo = pygit2.Repository(str(repo_path))
+    index_dir = tmp_path / "inc"
+    update_index(repo_path, index_dir=index_dir, progress=False)
+    first = str(repo.head.target)
+
+    # Rename a directory: the file name (stem) is unchanged, so nothing is parsed again.
+    (repo_path / "money").mkdir()
+    os.rename(repo_path / "billing" / "invoice.py", repo_path / "money" / "invoice.py")
+    repo.index.read()
+    repo.index.remove("billing/invoice.py")
+    commit_all(repo_path, "rename")
+    renamed = update_index(repo_path, index_dir=index_dir, progress=False)
+    assert renamed.chunked_files == 0 and renamed.cached_files == 1
+    assert_equivalent(repo_path, index_dir, tmp_path)
+
+    # Back to the first commit (a branch switch or a revert): everything comes from the cache.
+    back = update_index(repo_path, rev=first, index_dir=index_dir, progress=False)
+    assert back.chunked_files == 0
+    assert Index(current_snapshot(index_dir)).commit == first
+
+
+PIECES = {
+    "a.py": ["def alpha():\n    return 1\n", "def alpha():\n    return 2\n\nCONST = 3\n",
+             "class Alpha:\n    def run(self):\n        return 'x'\n"],
+    "pkg/b.py": [PYTHON_NET, "import os\n\ndef beta_helper_number(x):\n    return x\n"],
+    "web/c.js": [JS_CART, "function gamma() { return 1 }\n"],
+    "docs/d.md": ["# Title\n\nSome words about invoices.\n", "# Other\n\nText.\n"],
+}
+
+operation = st.one_of(
+    st.tuples(st.just("write"), st.sampled_from(sorted(PIECES)), st.integers(0, 2)),
+    st.tuples(st.just("delete"), st.sampled_from(sorted(PIECES)), st.just(0)),
+    st.tuples(st.just("rename"), st.sampled_from(sorted(PIECES)), st.just(0)),
+    st.tuples(st.just("checkout"), st.just(""), st.integers(0, 10)),
+)
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(operation, min_size=1, max_size=5))
+def test_random_histories_match_full_rebuilds(tmp_path_factory, ops) -> None:  # type: ignore[no-untyped-def]
+    tmp = tmp_path_factory.mktemp("hist")
+    root = tmp / "repo"
+    root.mkdir()
+    pygit2.init_repository(str(root))
+    write_files(root, {"a.py": PIECES["a.py"][0], "web/c.js": JS_CART})
+    commits = [commit_all(root, "start")]
+    index_dir = tmp / "inc"
+    update_index(root, index_dir=index_dir, progress=False)
+    repo = pygit2.Repository(str(root))
+    for kind, name, n in ops:
+        rev = None
+        if kind == "write":
+            write_files(root, {name: PIECES[name][n % len(PIECES[name])]})
+        elif kind == "delete" and (root / name).exists():
+            (root / name).unlink()
+        elif kind == "rename" and (root / name).exists():
+            target = root / "moved" / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(root / name, target)
+        elif kind == "checkout":
+            rev = commits[n % len(commits)]  # like switching to another branch's commit
+        if rev is None:
+            repo.index.read()
+            repo.index.add_all()
+            for entry in list(repo.index):
+                if not (root / entry.path).exists():
+                    repo.index.remove(entry.path)
+            repo.index.write()
+            commits.append(commit_all(root, f"{kind} {name}"))
+        update_index(root, rev=rev, index_dir=index_dir, progress=False)
+        if rev is not None:
+            # Compare against a full build of that same commit.
+            full_dir = tmp / "full-rev"
+            shutil.rmtree(full_dir, ignore_errors=True)
+            build_index(root, rev=rev, index_dir=full_dir, progress=False)
+            a, b = current_snapshot(index_dir), current_snapshot(full_dir)
+            for p in b.iterdir():
+                if p.name != "manifest.json":
+                    assert filecmp.cmp(a / p.name, p, shallow=False), p.name
+        else:
+            assert_equivalent(root, index_dir, tmp)
