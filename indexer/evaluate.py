@@ -11,12 +11,13 @@ into a cached git repository and indexed once; systems are compared on the same 
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
 import statistics
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -239,6 +240,7 @@ class EvalReport:
         }
 
 
+@functools.cache
 def _token_counter() -> Callable[[str], int]:
     try:
         from bpe_openai import get_encoding
@@ -249,6 +251,17 @@ def _token_counter() -> Callable[[str], int]:
         return lambda text: max(1, len(text) // 4)
 
 
+_TOKENS: dict[tuple[str, int], int] = {}
+
+
+def _chunk_tokens(index: Index, row: int, count: Callable[[str], int]) -> int:
+    """Tokens of one chunk's text (memoised: tuning runs rank the same chunks many times)."""
+    key = (str(index.snapshot), row)
+    if key not in _TOKENS:
+        _TOKENS[key] = count(index.chunk_at(row).text)
+    return _TOKENS[key]
+
+
 def evaluate(
     cases: Sequence[Case],
     cache_dir: Path,
@@ -257,7 +270,10 @@ def evaluate(
     cut: bool = True,
     rebuild: bool = False,
     log: Callable[[str], None] | None = None,
+    indexes: Mapping[Path, Index] | None = None,
 ) -> EvalReport:
+    """Run `systems` on every case. `indexes` (tree -> Index) skips preparing the trees: the
+    tuning notebooks pass indexes with another vector table or fusion settings."""
     for s in systems:
         if s not in SYSTEMS:
             raise IndexerError(f"unknown system {s!r}; choose from {', '.join(SYSTEMS)}")
@@ -268,9 +284,12 @@ def evaluate(
     rows: list[dict[str, Any]] = []
     builds: dict[str, float] = {}
     for tree, tree_cases in by_tree.items():
-        index, built = prepare_index(tree, cache_dir, rebuild=rebuild, log=log)
-        if built is not None:
-            builds[tree.name] = built
+        if indexes is not None and tree in indexes:
+            index = indexes[tree]
+        else:
+            index, built = prepare_index(tree, cache_dir, rebuild=rebuild, log=log)
+            if built is not None:
+                builds[tree.name] = built
         if fusion is not None:
             index.fusion = fusion
         file_bm25 = FileBM25.from_index(index) if "file-bm25" in systems else None
@@ -292,7 +311,7 @@ def evaluate(
                     row["function_recall@10"] = fr
                 if chunk_rows:
                     row["tokens"] = sum(
-                        count_tokens(index.chunk_at(r).text) for r in chunk_rows[:10]
+                        _chunk_tokens(index, r, count_tokens) for r in chunk_rows[:10]
                     )
                 rows.append(row)
     return summarize(rows, builds)
