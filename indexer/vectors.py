@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -24,6 +25,9 @@ TABLE_FILES = ("vocab.json", "vectors.npy", "scales.npy", "weights.npy", "card.j
 
 def default_table_dir() -> Path:
     """`artifacts/static_vectors` of the source checkout (or the copy packaged beside the code)."""
+    override = os.environ.get("INDEXER_VECTORS")  # a table of your own (e.g. from notebooks/)
+    if override:
+        return Path(override)
     here = Path(__file__).resolve().parent
     for candidate in (
         here.parent / "artifacts" / "static_vectors",

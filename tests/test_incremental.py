@@ -15,8 +15,14 @@ from indexer.store import current_snapshot
 
 from .conftest import JS_CART, PYTHON_BILLING, PYTHON_NET, commit_all, write_files
 
-QUERIES = ["InvoiceCalculator", "retry after failure", "shopping cart items", "format money",
-           "open tcp connection", "helper number"]
+QUERIES = [
+    "InvoiceCalculator",
+    "retry after failure",
+    "shopping cart items",
+    "format money",
+    "open tcp connection",
+    "helper number",
+]
 
 
 def assert_equivalent(repo: Path, incremental_dir: Path, tmp: Path) -> None:
@@ -38,8 +44,9 @@ def assert_equivalent(repo: Path, incremental_dir: Path, tmp: Path) -> None:
 
 
 def test_update_reuses_kept_files_and_matches_full_build(make_repo, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    repo = make_repo({"billing/invoice.py": PYTHON_BILLING, "net/retry.py": PYTHON_NET,
-                      "web/cart.js": JS_CART})
+    repo = make_repo(
+        {"billing/invoice.py": PYTHON_BILLING, "net/retry.py": PYTHON_NET, "web/cart.js": JS_CART}
+    )
     index_dir = tmp_path / "inc"
     first = update_index(repo, index_dir=index_dir, progress=False)
     assert first.mode == "full" and first.chunked_files == 3
@@ -56,7 +63,9 @@ def test_update_reuses_kept_files_and_matches_full_build(make_repo, tmp_path: Pa
     assert again.mode == "unchanged"
 
 
-def test_renames_reverts_and_branch_switches_reuse_the_blob_cache(make_repo, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_renames_reverts_and_branch_switches_reuse_the_blob_cache(
+    make_repo, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
     repo_path = make_repo({"billing/invoice.py": PYTHON_BILLING, "web/cart.js": JS_CART})
     repo = pygit2.Repository(str(repo_path))
     index_dir = tmp_path / "inc"
@@ -80,8 +89,11 @@ def test_renames_reverts_and_branch_switches_reuse_the_blob_cache(make_repo, tmp
 
 
 PIECES = {
-    "a.py": ["def alpha():\n    return 1\n", "def alpha():\n    return 2\n\nCONST = 3\n",
-             "class Alpha:\n    def run(self):\n        return 'x'\n"],
+    "a.py": [
+        "def alpha():\n    return 1\n",
+        "def alpha():\n    return 2\n\nCONST = 3\n",
+        "class Alpha:\n    def run(self):\n        return 'x'\n",
+    ],
     "pkg/b.py": [PYTHON_NET, "import os\n\ndef beta_helper_number(x):\n    return x\n"],
     "web/c.js": [JS_CART, "function gamma() { return 1 }\n"],
     "docs/d.md": ["# Title\n\nSome words about invoices.\n", "# Other\n\nText.\n"],
@@ -95,7 +107,9 @@ operation = st.one_of(
 )
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(st.lists(operation, min_size=1, max_size=5))
 def test_random_histories_match_full_rebuilds(tmp_path_factory, ops) -> None:  # type: ignore[no-untyped-def]
     tmp = tmp_path_factory.mktemp("hist")
