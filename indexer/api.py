@@ -10,7 +10,7 @@ import time
 from dataclasses import asdict, dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -23,6 +23,10 @@ from .pathclass import FLAG_DOCS, FLAG_EXAMPLE, FLAG_GENERATED, FLAG_TEST, FLAG_
 from .store import current_snapshot, default_index_dir, read_manifest
 from .tokens import code_terms, identifiers, lexical_terms, path_terms, split_identifier
 from .vectors import StaticVectors
+
+if TYPE_CHECKING:
+    from .budget import Packed
+    from .graph import CodeGraph
 
 __all__ = ["Index", "SearchResult", "build_index"]
 
@@ -238,10 +242,34 @@ class Index:
     def show(self, chunk_id: str) -> Chunk:
         return self.chunk_at(self.row_of(chunk_id))
 
+    # -- code graph (indexer/graph.py; loaded only by the commands that use it) -------------------
+    @cached_property
+    def graph(self) -> CodeGraph:
+        from .graph import CodeGraph
+
+        return CodeGraph.load(self.snapshot)
+
+    def related(
+        self, key: str, direction: str = "both", depth: int = 1, limit: int = 50
+    ) -> list[dict[str, Any]]:
+        """Callers and/or callees of a symbol name, qualname, `path::qualname` or chunk id."""
+        from .graph import related
+
+        return related(self, key, direction, depth, limit)
+
     # -- search ----------------------------------------------------------------------------------
     def search(
-        self, query: str, k: int = 10, *, with_text: bool = False, cut: bool = True
+        self,
+        query: str,
+        k: int = 10,
+        *,
+        with_text: bool = False,
+        cut: bool = True,
+        compress: bool = False,
+        log: bool = True,
     ) -> list[SearchResult]:
+        """Ranked results; `compress` puts each chunk's compressed form (indexer/compress.py)
+        in `text`; `log` appends the search to the savings log (indexer/savings.py)."""
         if not isinstance(query, str) or not query.strip():
             raise IndexerError("the query is empty")
         if k < 1:
@@ -249,7 +277,27 @@ class Index:
         if len(self) == 0:
             return []
         ranked = self.rank(parse_query(query), k, cut=cut)
-        return [self._result(row, scores, with_text) for row, scores in ranked]
+        results = [self._result(row, scores, with_text or compress) for row, scores in ranked]
+        if compress:
+            from .compress import compress_results
+
+            compress_results(self, query, results)
+        if log:
+            from .savings import record
+
+            record(self, results, json.dumps([r.to_dict() for r in results]), "api")
+        return results
+
+    def search_budget(self, query: str, budget: int, k: int = 10, *, log: bool = True) -> Packed:
+        """The best results packed into at most `budget` o200k tokens (indexer/budget.py)."""
+        from .budget import budget_search
+
+        packed = budget_search(self, query, budget, k)
+        if log:
+            from .savings import record
+
+            record(self, packed.items, packed.text, "api")
+        return packed
 
     def rank(
         self, q: Query, k: int, cut: bool = True, retrievers: tuple[str, ...] = ("bm25", "dense")

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from . import __version__
+from . import __version__, agent_cli
 from .errors import IndexerError
 
 
@@ -57,7 +57,8 @@ def cmd_search(args: argparse.Namespace) -> int:
     from .api import Index
 
     index = Index.open(args.repo, index_dir=args.index_dir)
-    results = index.search(args.query, k=args.k, with_text=args.text)
+    results = index.search(args.query, k=args.k, with_text=args.text, log=False)
+    args.results, args.opened_index = results, index  # agent_cli.logged_search logs them
     if args.json:
         _emit_json([r.to_dict() for r in results])
         return 0
@@ -280,7 +281,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("query")
     p.add_argument("-k", type=int, default=10, help="number of results (default 10)")
     p.add_argument("--text", action="store_true", help="include each chunk's text")
-    p.set_defaults(func=cmd_search)
+    agent_cli.add_search_options(p)  # --compress, --budget N, --no-log
+    p.set_defaults(func=agent_cli.logged_search)
 
     p = sub.add_parser("show", parents=[common], help="print one chunk by id")
     p.add_argument("id")
@@ -339,6 +341,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--rebuild", action="store_true", help="rebuild cached indexes")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_eval)
+    agent_cli.add_commands(sub, common)  # related, mcp, savings, agents
     return parser
 
 

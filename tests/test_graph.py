@@ -1,0 +1,281 @@
+"""Code graph: imports, calls and inheritance resolved on small real multi-file projects."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from indexer import Index, build_index
+from indexer.errors import IndexerError
+from indexer.graph import CodeGraph, extract_file
+
+from .conftest import MakeRepo, run_cli
+
+PY_FILES: dict[str, str | bytes] = {
+    "shop/__init__.py": "from .pricing import apply_discount as discount\n",
+    "shop/pricing.py": '''"""Prices."""
+from . import tax
+from .util import helpers as h
+
+
+def apply_discount(amount, rate):
+    """Lower a price by a rate."""
+    return h.clamp(amount * (1 - rate)) + tax.vat(amount)
+''',
+    "shop/tax.py": "def vat(amount):\n    return amount * 0.2\n",
+    "shop/util/__init__.py": "",
+    "shop/util/helpers.py": "def clamp(x):\n    return max(0, x)\n",
+    "shop/cart.py": """import shop.pricing
+from shop import discount
+from .models import Item as ItemModel
+
+
+class BaseCart:
+    def total(self):
+        return sum(self.prices())
+
+    def prices(self):
+        return []
+
+
+class Cart(BaseCart):
+    def checkout(self, rate):
+        item = ItemModel()
+        self.validate()
+        return discount(self.total(), rate) + shop.pricing.apply_discount(1, rate)
+
+    def validate(self):
+        return True
+""",
+    "shop/models.py": "class Item:\n    pass\n",
+}
+
+JS_FILES: dict[str, str | bytes] = {
+    "web/src/format.ts": """export function formatPrice(value: number): string {
+  return value.toFixed(2);
+}
+export default function slug(s: string): string { return s.toLowerCase(); }
+""",
+    "web/src/index.ts": 'export { formatPrice as fmt } from "./format";\n',
+    "web/src/widget.ts": """import makeSlug from "./format";
+import { fmt } from "./index";
+import * as ns from "./format";
+const legacy = require("./legacy");
+
+export class Base {
+  render(): string { return ""; }
+}
+
+export class PriceWidget extends Base {
+  show(v: number): string {
+    this.render();
+    legacy.oldPrice(v);
+    return fmt(v) + makeSlug("x") + ns.formatPrice(v);
+  }
+}
+""",
+    "web/src/legacy.js": "function oldPrice(v) { return v; }\nmodule.exports = { oldPrice };\n",
+}
+
+GO_FILES: dict[str, str | bytes] = {
+    "go.mod": "module example.com/app\n",
+    "util/strings.go": "package util\n\nfunc Reverse(s string) string { return s }\n",
+    "server/server.go": """package server
+
+import (
+\tu "example.com/app/util"
+)
+
+type Base struct{}
+
+func (b *Base) Log(msg string) {}
+
+type Server struct {
+\tBase
+\tname string
+}
+
+func (s *Server) Handle() string {
+\ts.Log("x")
+\treturn helper(u.Reverse(s.name))
+}
+""",
+    "server/helper.go": "package server\n\nfunc helper(s string) string { return s }\n",
+}
+
+JAVA_FILES: dict[str, str | bytes] = {
+    "src/main/java/com/acme/util/Strings.java": """package com.acme.util;
+
+public class Strings {
+    public static String trim(String s) { return s.trim(); }
+}
+""",
+    "src/main/java/com/acme/app/Animal.java": """package com.acme.app;
+
+public class Animal {
+    public String sound() { return ""; }
+}
+""",
+    "src/main/java/com/acme/app/Dog.java": """package com.acme.app;
+
+import com.acme.util.Strings;
+
+public class Dog extends Animal {
+    public String bark() {
+        String s = this.sound();
+        return Strings.trim(describe(s));
+    }
+    private String describe(String s) { return s; }
+}
+""",
+}
+
+RUBY_FILES: dict[str, str | bytes] = {
+    "lib/greeter.rb": """class Greeter
+  def greet(name)
+    format_name(name)
+  end
+
+  def format_name(name)
+    name.capitalize
+  end
+end
+""",
+}
+
+
+@pytest.fixture
+def poly_repo(make_repo: MakeRepo) -> Path:
+    root = make_repo({**PY_FILES, **JS_FILES, **GO_FILES, **JAVA_FILES, **RUBY_FILES})
+    build_index(root, progress=False)
+    return root
+
+
+def callees(index: Index, symbol: str) -> dict[str, str]:
+    """qualname (or name:X for unresolved) -> how it was resolved, for depth-1 callees."""
+    out = {}
+    for r in index.related(symbol, direction="callees")[0]["callees"]:
+        out[r.get("qualname") or f"name:{r['name']}"] = r["how"]
+    return out
+
+
+def test_python_relative_aliased_and_self_calls(poly_repo: Path) -> None:
+    index = Index.open(poly_repo)
+    got = callees(index, "Cart.checkout")
+    assert got["Item"] == "import"  # from .models import Item as ItemModel
+    assert got["Cart.validate"] == "self"
+    assert got["BaseCart.total"] == "self"  # inherited through self
+    assert got["apply_discount"] == "import"  # re-exported by shop/__init__ under an alias
+    got = callees(index, "apply_discount")
+    assert got["clamp"] == "import"  # from .util import helpers as h; h.clamp
+    assert got["vat"] == "import"  # from . import tax; tax.vat
+    graph = index.graph
+    cart = graph.find("shop/cart.py::Cart")[0]
+    bases = [graph.node(d)["qualname"] for d, t, _ in graph.out_edges(cart) if t == "INHERITS"]
+    assert bases == ["BaseCart"]
+    imports = {d for d, t, _ in graph.out_edges("file:shop/cart.py") if t == "IMPORTS"}
+    assert {"file:shop/pricing.py", "file:shop/__init__.py", "file:shop/models.py"} <= imports
+
+
+def test_typescript_imports_reexports_require_and_this(poly_repo: Path) -> None:
+    index = Index.open(poly_repo)
+    got = callees(index, "PriceWidget.show")
+    assert got["formatPrice"] == "import"  # both `fmt` (via index.ts) and ns.formatPrice
+    assert got["slug"] == "import"  # default import under another name
+    assert got["oldPrice"] == "import"  # require()
+    assert got["Base.render"] == "self"  # this.render() inherited from Base
+    graph = index.graph
+    widget = graph.find("PriceWidget")[0]
+    assert [
+        graph.node(d)["qualname"] for d, t, _ in graph.out_edges(widget) if t == "INHERITS"
+    ] == ["Base"]
+
+
+def test_go_packages_receivers_and_embedding(poly_repo: Path) -> None:
+    index = Index.open(poly_repo)
+    got = callees(index, "Server.Handle")
+    assert got["Reverse"] == "import"  # aliased import of example.com/app/util
+    assert got["helper"] == "package"  # same package, other file
+    assert got["Base.Log"] == "self"  # s.Log() through the embedded Base
+
+
+def test_java_imports_inheritance_and_this(poly_repo: Path) -> None:
+    index = Index.open(poly_repo)
+    got = callees(index, "Dog.bark")
+    assert got["Animal.sound"] == "self"  # this.sound() inherited from Animal (same package)
+    assert got["Strings.trim"] == "import"
+    assert got["Dog.describe"] == "class"
+
+
+def test_other_languages_get_definitions_and_name_references(poly_repo: Path) -> None:
+    index = Index.open(poly_repo)
+    got = callees(index, "Greeter.greet")
+    assert "Greeter.format_name" in got or "name:format_name" in got
+    callers = index.related("Greeter.format_name", direction="callers")[0]["callers"]
+    assert [c["qualname"] for c in callers] == ["Greeter.greet"]
+
+
+def test_callers_and_depth(poly_repo: Path) -> None:
+    index = Index.open(poly_repo)
+    one = index.related("clamp", direction="callers", depth=1)[0]["callers"]
+    assert [c["qualname"] for c in one] == ["apply_discount"]
+    two = index.related("clamp", direction="callers", depth=2)[0]["callers"]
+    assert {c["qualname"] for c in two} >= {"apply_discount", "Cart.checkout"}
+    assert all(c["depth"] in (1, 2) for c in two)
+    # A chunk id works as well as a name, and every symbol result is a chunk `show` can print.
+    chunk_id = index.search("clamp", k=1)[0].id
+    by_id = index.related(chunk_id, direction="callers")[0]["callers"]
+    assert by_id == one
+    assert index.show(one[0]["id"]).qualname == "apply_discount"
+
+
+def test_unknown_symbol_is_a_clear_error(poly_repo: Path) -> None:
+    index = Index.open(poly_repo)
+    with pytest.raises(IndexerError, match="no symbol"):
+        index.related("no_such_function_anywhere")
+
+
+def test_graph_is_plain_data_and_rebuilds_from_its_files(poly_repo: Path) -> None:
+    index = Index.open(poly_repo)
+    meta = json.loads((index.snapshot / "graph.json").read_text(encoding="utf-8"))
+    assert meta["ids"] and meta["edge_types"] == ["DEFINES", "IMPORTS", "CALLS", "INHERITS"]
+    edges = np.load(index.snapshot / "graph_edges.npy", allow_pickle=False)
+    assert edges.dtype == np.int32 and edges.shape[1] == 4
+    graph = index.graph
+    # The stored per-file contributions resolve to exactly the stored edges.
+    again = CodeGraph.from_files(graph.files)
+    assert again.ids == graph.ids and np.array_equal(again.edges, graph.edges)
+    assert set(graph.files) == {f["path"] for f in index.files}
+    assert index.status()["files"]["graph_edges.npy"] > 0
+
+
+def test_replacing_one_file_updates_its_edges(poly_repo: Path) -> None:
+    graph = Index.open(poly_repo).graph
+    index = Index.open(poly_repo)
+    chunks = [
+        index.chunk_at(i)
+        for i in range(len(index))
+        if index.chunk_at(i, with_text=False).path == "shop/tax.py"
+    ]
+    new_text = b"def vat(amount):\n    return round_cents(amount * 0.2)\n"
+    updated = graph.replace_files(
+        {"shop/tax.py": extract_file("shop/tax.py", "python", new_text, chunks)}
+    )
+    vat = updated.find("shop/tax.py::vat")[0]
+    assert ("name:round_cents", "CALLS", "unresolved") in updated.out_edges(vat)
+    gone = graph.replace_files({"shop/util/helpers.py": None})
+    apply = gone.find("apply_discount")[0]
+    assert ("name:clamp", "CALLS", "unresolved") in gone.out_edges(apply)
+
+
+def test_related_cli_json(poly_repo: Path) -> None:
+    proc = run_cli("related", "Cart.checkout", "--callees", "--json", cwd=poly_repo)
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data[0]["symbol"]["qualname"] == "Cart.checkout"
+    assert "Cart.validate" in {c.get("qualname") for c in data[0]["callees"]}
+    proc = run_cli("related", "nothing_like_this", cwd=poly_repo)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1
