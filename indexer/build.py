@@ -172,6 +172,7 @@ class BaseSnapshot:
         }
         self.blob_of = {f["path"]: f["blob"] for f in self.files}
         self.time_of = {f["path"]: int(f["time"]) for f in self.files}
+        self.language_of = {f["path"]: f.get("language", "") for f in self.files}
         self.meta_offsets = np.load(snapshot / "chunk_offsets.npy", allow_pickle=False)
         self.text_offsets = np.load(snapshot / "text_offsets.npy", allow_pickle=False)
         self.columns: dict[str, list[str]] = json.loads((snapshot / "columns.json").read_text())
@@ -275,14 +276,14 @@ def build_index(
         if not (result.skip_reason or "").startswith("error:"):
             cache_store.put(f.blob, f.language or "text", path_stem(f.path), result)
 
+    kept_paths = {f.path for f in kept}
     indexed = []
     for f in files:
         entry = fresh.get(f.path)
         if entry is not None and entry.skip_reason:
             skipped[f.path] = [f.blob, entry.skip_reason]
-        elif entry is not None or f in kept:
+        elif entry is not None or f.path in kept_paths:
             indexed.append(f)
-    kept_paths = {f.path for f in kept}
 
     times = _change_times(repository, commit, base, indexed, kept_paths)
     writer = SnapshotWriter(target)
@@ -420,7 +421,6 @@ def _assemble(
     symbols: list[str] = []
     kinds: list[str] = []
     defines: list[str] = []
-    vector_parts: list[tuple[str, Any]] = []  # ("base", slice) or ("new", index into new_docs)
     new_dense: list[list[str]] = []
     new_lexical: list[list[str]] = []
     new_rows: list[int] = []
@@ -430,7 +430,14 @@ def _assemble(
     file_records = []
     row = 0
     for file_index, f in enumerate(indexed):
-        file_records.append({"path": f.path, "blob": f.blob, "time": times.get(f.path, 0)})
+        file_records.append(
+            {
+                "path": f.path,
+                "blob": f.blob,
+                "time": times.get(f.path, 0),
+                "language": f.language or "text",
+            }
+        )
         if f.path in kept_paths and base is not None:
             start, end = base.rows[f.path]
             n = end - start
@@ -438,14 +445,13 @@ def _assemble(
             text_parts.append(base.text_bytes(start, end))
             meta_lengths.append(np.diff(base.meta_offsets[start : end + 1]))
             text_lengths.append(np.diff(base.text_offsets[start : end + 1]))
+            base_rows.append(np.arange(start, end))
             fids.append(base.fids[start:end])
             symbols.extend(base.columns["symbols"][start:end])
             kinds.extend(base.columns["kinds"][start:end])
             defines.extend(base.columns["defines"][start:end])
-            vector_parts.append(("base", slice(start, end)))
-            base_rows.append(np.arange(start, end))
             kept_new_rows.append(np.arange(row, row + n))
-            language = json.loads(base.meta_bytes(start, start + 1))["language"] if n else ""
+            language = base.language_of.get(f.path, "")
         else:
             entry = fresh[f.path]
             language = f.language or "text"
@@ -469,7 +475,6 @@ def _assemble(
                 new_dense.append(entry.dense[i] + path_dense)
                 new_rows.append(row + i)
             fids.append(ids)
-            vector_parts.append(("new", slice(len(new_dense) - n, len(new_dense))))
         languages[language] = languages.get(language, 0) + n
         chunk_file.append(np.full(n, file_index, dtype=np.int32))
         flags.append(np.full(n, path_flags(f.path), dtype=np.uint8))
@@ -506,16 +511,13 @@ def _assemble(
     )
 
     # Dense: stored fp16 vectors of kept rows, fresh embeddings for the rest.
-    new_vectors = table.embed_many(new_dense) if new_dense else np.zeros((0, table.dim), np.float32)
-    parts = []
-    for kind, where in vector_parts:
-        if kind == "base":
-            assert base is not None
-            parts.append(base.vectors[where].astype(np.float32))
-        else:
-            parts.append(np.asarray(new_vectors[where], dtype=np.float16).astype(np.float32))
-    vectors = np.vstack(parts) if parts else np.zeros((0, table.dim), np.float32)
-    DenseIndex.build(vectors, all_fids).save(directory)
+    vectors = np.zeros((n_rows, table.dim), dtype=np.float16)
+    if base_rows:
+        assert base is not None
+        vectors[np.concatenate(kept_new_rows)] = base.vectors[np.concatenate(base_rows)]
+    if new_dense:
+        vectors[np.asarray(new_rows, dtype=np.int64)] = table.embed_many(new_dense)
+    DenseIndex.build(vectors.astype(np.float32), all_fids).save(directory)
 
     # Lexical: base postings of kept rows (remapped) merged with fresh rows' postings.
     lexical = _merge_lexical(base, base_rows, kept_new_rows, new_lexical, new_rows, n_rows)
@@ -578,12 +580,20 @@ def _merge_lexical(
         remap[used] = [ids[old_terms[i]] for i in used.tolist()]
         kept_term_ids = remap[kept_term_ids]
     fresh_ids = np.fromiter((ids[t] for t in terms_new), dtype=np.int64, count=len(terms_new))
-    term_ids_all = np.concatenate([kept_term_ids, fresh_ids])
-    docs_all = np.concatenate([kept_docs, docs_new])
-    tfs_all = np.concatenate([np.asarray(kept_tfs, dtype=np.float32), tfs_new])
-    order = np.lexsort((docs_all, term_ids_all))
+    order = np.lexsort((docs_new, fresh_ids))
+    fresh_ids, docs_new, tfs_new = fresh_ids[order], docs_new[order], tfs_new[order]
+    if len(kept_docs) == 0:
+        return LexicalIndex.from_postings(vocab, fresh_ids, docs_new, tfs_new, lengths)
+    # Kept postings stay sorted by (term, row): both remaps are monotonic. Merge the fresh ones
+    # in by position instead of sorting millions of postings again.
+    stride = n_rows + 1
+    positions = np.searchsorted(kept_term_ids * stride + kept_docs, fresh_ids * stride + docs_new)
     return LexicalIndex.from_postings(
-        vocab, term_ids_all[order], docs_all[order], tfs_all[order], lengths
+        vocab,
+        np.insert(kept_term_ids, positions, fresh_ids),
+        np.insert(kept_docs, positions, docs_new),
+        np.insert(np.asarray(kept_tfs, dtype=np.float32), positions, tfs_new),
+        lengths,
     )
 
 

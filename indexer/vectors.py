@@ -102,22 +102,13 @@ class StaticVectors:
         return self.embed_terms(code_terms(text))
 
     def embed_many(self, term_lists: Sequence[Sequence[str]]) -> np.ndarray:
-        """Batch embedding for builds: a sparse (docs x vocab) weight matrix times the table."""
-        from scipy import sparse
-
-        rows: list[int] = []
-        cols: list[int] = []
-        vals: list[float] = []
+        """Embeddings of many documents, one row at a time: the same arithmetic for a document
+        whether it is embedded in a full build or alone in an incremental update."""
+        out = np.zeros((len(term_lists), self.dim), dtype=np.float32)
         for row, terms in enumerate(term_lists):
             ids, w = self.term_weights(terms)
-            rows.extend([row] * len(ids))
-            cols.extend(ids.tolist())
-            vals.extend(w.tolist())
-        matrix = sparse.csr_matrix(
-            (np.asarray(vals, dtype=np.float32), (rows, cols)),
-            shape=(len(term_lists), len(self.vocab)),
-        )
-        out = np.asarray(matrix @ self.vectors.astype(np.float32), dtype=np.float32)
+            if len(ids):
+                out[row] = w @ self.vectors[ids].astype(np.float32)
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         np.divide(out, norms, out=out, where=norms > 0)
         return out
