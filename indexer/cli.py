@@ -255,7 +255,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if args.json:
         _emit_json(report.to_dict())
     else:
-        print(format_table(report))
+        print(format_table(report, per_group=args.per_repo))
     return 0
 
 
@@ -338,6 +338,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--cache-dir", default=None, help="where built eval indexes are cached")
     p.add_argument("--limit", type=int, default=0, help="only the first N queries")
     p.add_argument("--no-cut", action="store_true", help="disable the adaptive threshold")
+    p.add_argument("--per-repo", action="store_true", help="also a table per repository")
     p.add_argument("--rebuild", action="store_true", help="rebuild cached indexes")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_eval)

@@ -352,7 +352,16 @@ def summarize(rows: list[dict[str, Any]], builds: dict[str, float]) -> EvalRepor
     return EvalReport(systems, groups, rows, builds)
 
 
-def format_table(report: EvalReport) -> str:
+def format_table(report: EvalReport, per_group: bool = False) -> str:
+    """The overall table; with `per_group`, one block per repository after it."""
+    blocks = [_table(report.systems)]
+    if per_group:
+        for group, systems in report.groups.items():
+            blocks.append(f"\n{group}\n" + _table(systems))
+    return "\n".join(blocks)
+
+
+def _table(systems: dict[str, dict[str, float]]) -> str:
     cols = (
         "file_recall@1",
         "file_recall@5",
@@ -365,7 +374,7 @@ def format_table(report: EvalReport) -> str:
     )
     heads = ("R@1", "R@5", "R@10", "MRR", "nDCG@10", "fnR@10", "tokens", "ms")
     lines = [f"{'system':<22}" + "".join(f"{h:>9}" for h in heads)]
-    for name, m in report.systems.items():
+    for name, m in systems.items():
         cells = []
         for c in cols:
             v = m.get(c)

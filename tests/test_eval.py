@@ -169,6 +169,11 @@ def test_eval_cli_table_and_errors(dataset: Path, tmp_path: Path) -> None:
     assert proc.stdout.splitlines()[0].split()[:4] == ["system", "R@1", "R@5", "R@10"]
     assert [line.split()[0] for line in proc.stdout.splitlines()[1:]] == ["bm25", "file-bm25"]
 
+    proc = run_cli("eval", *common, "--systems", "bm25", "--per-repo")
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[lines.index("acme/shop") + 2].split()[0] == "bm25"
+
     proc = run_cli("eval", *common, "--systems", "fused,magic")
     assert proc.returncode == 2
     assert proc.stderr.strip() == (
