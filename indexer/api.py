@@ -344,6 +344,11 @@ class Index:
         order = np.argsort(-scores, kind="stable")
         rows, scores, similarity = rows[order], scores[order], similarity[order]
         rows, scores, similarity = self._saturate(rows, scores, similarity)
+        graph_cfg = cfg["graph"]
+        if graph_cfg["expand"] or graph_cfg["ppr"] or graph_cfg["file_boost"]:
+            from .graph import graph_rerank  # only when enabled: searches never load the graph
+
+            rows, scores, similarity = graph_rerank(self, rows, scores, similarity, graph_cfg)
 
         keyword = coverage[rows]
         recency = recency_score(

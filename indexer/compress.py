@@ -19,16 +19,17 @@ from .tokens import split_identifier
 
 MAX_KEPT_LINES = 1  # body lines kept besides signature and docstring
 MAX_MEMBERS = 8  # member signatures kept for a class
-MAX_LINE_CHARS = 120
-MAX_SIGNATURE_CHARS = 140
-MAX_DOC_CHARS = 100
+MAX_LINE_CHARS = 100
+MAX_SIGNATURE_CHARS = 120
+MAX_DOC_CHARS = 80
+MAX_NAME_CHARS = 60
 _IMPORTANT = re.compile(r"^\s*(return|raise|throw|yield|panic\(|assert)\b")
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def reference(chunk: Chunk) -> str:
     """One line that names the chunk and how to fetch it."""
-    name = chunk.qualname or chunk.symbol
+    name = _clip(chunk.qualname or chunk.symbol, MAX_NAME_CHARS).replace(" ", "")
     return f"{chunk.path}:{chunk.start_line}-{chunk.end_line} {name} {chunk.id}"
 
 
@@ -182,8 +183,8 @@ def _important_lines(lines: list[str], start: int, terms: set[str], limit: int) 
         if not stripped or stripped in ("...", "}", "{", ")", "end"):
             continue
         score = float(len(_line_terms(line) & terms))
-        if _IMPORTANT.match(line):
-            score += 0.5
+        if score and _IMPORTANT.match(line):
+            score += 0.5  # among lines naming the query's terms, outcomes first
         if score > 0:
             scores.append((-score, i))
     return sorted(i for _, i in sorted(scores)[:limit])
@@ -195,7 +196,9 @@ def _with_markers(
     """Insert `... [Lx-y]` (file line numbers) wherever chunk lines were left out; the rest
     of a multi-line signature (`header_rest`) is shown joined, not elided."""
     rendered: list[str] = []
-    expected = 0  # next chunk-text line index if nothing were elided
+    # Leading comments and decorators are not marked: the header's line range covers them
+    # and the docstring line carries their content.
+    expected = next((index for index, _ in out if index >= 0), 0)
     last_indent = ""
     for index, line in out:
         if index >= 0:

@@ -41,6 +41,14 @@ DEFAULTS: dict[str, Any] = {
         "saturation": 0.7,  # j-th chunk of a file in the ranking is multiplied by this**j
         "demote": 0.3,  # tests/examples/docs/vendored/generated unless asked for
     },
+    # Code-graph signals (indexer/graph.py graph_rerank); 0 = off. Off by default: none
+    # raised dev-set Recall@10 or MRR (docs/agents.md).
+    "graph": {
+        "expand": 0.0,  # callers/callees of the top results join at this x the seed's score
+        "ppr": 0.0,  # personalised PageRank prior seeded by the top results
+        "file_boost": 0.0,  # files the top results call or import
+        "seeds": 5,  # how many top results seed the graph signals
+    },
 }
 
 
@@ -123,6 +131,8 @@ def _validate(v: dict[str, Any], source: str) -> None:
     _number(v["threshold"]["min_results"], f"{source}: threshold.min_results", 0, 1000)
     for name, w in v["rerank"].items():
         _number(w, f"{source}: rerank.{name}", 0, 100)
+    for name, w in v["graph"].items():
+        _number(w, f"{source}: graph.{name}", 0, 100)
 
 
 def default_fusion_path() -> Path:

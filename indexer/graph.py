@@ -1237,3 +1237,140 @@ def graph_for_index(index: Any, jobs: int = 1) -> CodeGraph:
     blob_of = {f["path"]: f["blob"] for f in index.files}
     with tempfile.TemporaryDirectory() as tmp:
         return write_graph(Path(tmp), index.manifest["repo_root"], files, blob_of, chunks, jobs)
+
+
+# -- graph in ranking (off by default: see docs/agents.md for the measurements) -----------------
+
+_RANK_EDGES = ("CALLS", "IMPORTS", "INHERITS", "DEFINES")
+
+
+class GraphRanker:
+    """Row <-> node maps and a symmetric adjacency matrix, built once per index."""
+
+    def __init__(self, index: Any, graph: CodeGraph) -> None:
+        from scipy import sparse
+
+        from .dense import faiss_id
+
+        self.graph = graph
+        n_rows = len(index)
+        self.row_node = np.full(n_rows, -1, dtype=np.int64)
+        kinds = graph.columns["kind"]
+        chunk_ids = [(nid, i) for i, nid in enumerate(graph.ids) if kinds[i] in _SYMBOL_KINDS]
+        chunk_ids += [(cid, graph.index[nid]) for cid, nid in graph.chunk_node.items()]
+        if chunk_ids and n_rows:
+            fids = np.asarray([faiss_id(c) for c, _ in chunk_ids], dtype=np.int64)
+            rows = index._rows_of_fids(fids)
+            ok = index._fids[rows] == fids
+            self.row_node[rows[ok]] = np.asarray([i for _, i in chunk_ids], dtype=np.int64)[ok]
+        # Rows without a symbol node (module code, text) stand for their file.
+        file_node = np.asarray(
+            [graph.index.get(f"file:{f['path']}", -1) for f in index.files], dtype=np.int64
+        )
+        missing = self.row_node < 0
+        self.row_node[missing] = file_node[index._chunk_file[missing]]
+        self.node_rows: dict[int, list[int]] = {}
+        for row, node in enumerate(self.row_node.tolist()):
+            if node >= 0 and kinds[node] != "file":
+                self.node_rows.setdefault(node, []).append(row)
+        # Undirected adjacency over repository nodes only (name:/module: hubs would link
+        # everything that calls `len`).
+        n = len(graph.ids)
+        e = graph.edges
+        real = np.asarray([k in _SYMBOL_KINDS or k == "file" for k in kinds], dtype=bool)
+        wanted = np.isin(e[:, 2], [EDGE_TYPES.index(t) for t in _RANK_EDGES])
+        keep = wanted & real[e[:, 0]] & real[e[:, 1]] if len(e) else wanted
+        src, dst = e[keep, 0], e[keep, 1]
+        adj = sparse.coo_matrix(
+            (np.ones(2 * len(src), dtype=np.float32), (np.r_[src, dst], np.r_[dst, src])),
+            shape=(n, n),
+        ).tocsr()
+        adj.data[:] = 1.0
+        degree = np.asarray(adj.sum(axis=0)).ravel()
+        self.adj = adj
+        self.transition = adj @ sparse.diags(1.0 / np.maximum(degree, 1.0))
+        self.calls = EDGE_TYPES.index("CALLS")
+        self.file_of_node = np.asarray(
+            [graph.index.get(f"file:{p}", -1) if p else -1 for p in graph.columns["path"]],
+            dtype=np.int64,
+        )
+
+    def ppr(self, seeds: dict[int, float], alpha: float = 0.5, iterations: int = 20) -> np.ndarray:
+        """Personalised PageRank (restart probability 1 - alpha) from weighted seed nodes."""
+        s = np.zeros(self.adj.shape[0], dtype=np.float64)
+        for node, w in seeds.items():
+            s[node] += w
+        total = s.sum()
+        if total <= 0:
+            return s
+        s /= total
+        p = s.copy()
+        for _ in range(iterations):
+            p = (1 - alpha) * s + alpha * (self.transition @ p)
+        return p
+
+
+def graph_rerank(
+    index: Any,
+    rows: np.ndarray,
+    scores: np.ndarray,
+    similarity: np.ndarray,
+    cfg: dict[str, float],
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Apply the enabled graph signals to a ranked candidate list (sorted by score):
+
+    expand      callers/callees of the top `seeds` results join at expand x the seed's score
+    ppr         score x (1 + ppr x PageRank from the top results, normalised to [0, 1])
+    file_boost  score x (1 + file_boost x log1p(edges from the top results into the file))
+    """
+    ranker: GraphRanker | None = getattr(index, "_graph_ranker", None)
+    if ranker is None:
+        ranker = GraphRanker(index, index.graph)
+        index._graph_ranker = ranker
+    n_seeds = max(1, int(cfg.get("seeds", 5)))
+    rows = rows.copy()
+    scores = scores.astype(np.float64).copy()
+    seed_nodes = {
+        int(ranker.row_node[r]): float(s)
+        for r, s in zip(rows[:n_seeds].tolist(), scores[:n_seeds].tolist(), strict=True)
+        if ranker.row_node[r] >= 0
+    }
+    if cfg.get("file_boost", 0) > 0 and seed_nodes:
+        pointed: dict[int, int] = {}
+        for node in list(seed_nodes)[: 2 * n_seeds]:
+            out = ranker.graph._edges(ranker.graph.ids[node], True)
+            for dst, etype in out[:, [1, 2]].tolist():
+                if etype in (EDGE_TYPES.index("CALLS"), EDGE_TYPES.index("IMPORTS")):
+                    f = int(ranker.file_of_node[dst])
+                    if f >= 0:
+                        pointed[f] = pointed.get(f, 0) + 1
+        if pointed:
+            files = ranker.file_of_node[np.maximum(ranker.row_node[rows], 0)]
+            boost = np.asarray([pointed.get(int(f), 0) for f in files.tolist()], dtype=np.float64)
+            boost[ranker.row_node[rows] < 0] = 0
+            scores *= 1.0 + float(cfg["file_boost"]) * np.log1p(boost)
+    if cfg.get("ppr", 0) > 0 and seed_nodes:
+        p = ranker.ppr(seed_nodes)
+        nodes = ranker.row_node[rows]
+        values = np.where(nodes >= 0, p[np.maximum(nodes, 0)], 0.0)
+        top = values.max(initial=0.0)
+        if top > 0:
+            scores *= 1.0 + float(cfg["ppr"]) * values / top
+    if cfg.get("expand", 0) > 0 and seed_nodes:
+        present = set(rows.tolist())
+        added: dict[int, float] = {}
+        for node, seed_score in seed_nodes.items():
+            if ranker.graph.columns["kind"][node] == "file":
+                continue
+            node_id = ranker.graph.ids[node]
+            for way in ("callers", "callees"):
+                for other, _, _ in ranker.graph.neighbours(node_id, way, 1):
+                    for r in ranker.node_rows.get(ranker.graph.index[other], [])[:1]:
+                        if r not in present:
+                            added[r] = max(added.get(r, 0.0), float(cfg["expand"]) * seed_score)
+        if added:
+            rows = np.r_[rows, np.fromiter(added, dtype=np.int64, count=len(added))]
+            scores = np.r_[scores, np.fromiter(added.values(), dtype=np.float64)]
+            similarity = np.r_[similarity, np.zeros(len(added), dtype=similarity.dtype)]
+    order = np.argsort(-scores, kind="stable")
+    return rows[order], scores[order], similarity[order]

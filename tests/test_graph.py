@@ -279,3 +279,49 @@ def test_related_cli_json(poly_repo: Path) -> None:
     assert "Cart.validate" in {c.get("qualname") for c in data[0]["callees"]}
     proc = run_cli("related", "nothing_like_this", cwd=poly_repo)
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1
+
+
+def test_graph_signals_in_ranking_are_switchable(poly_repo: Path) -> None:
+    from indexer.fusion import FusionConfig
+
+    plain = Index.open(poly_repo)
+    off = [r.id for r in plain.search("apply discount to the cart total", k=10, log=False)]
+    for signal in ("expand", "ppr", "file_boost"):
+        fusion = FusionConfig.from_dict({"graph": {signal: 1.0}})
+        index = Index.open(poly_repo, fusion=fusion)
+        ids = [r.id for r in index.search("apply discount to the cart total", k=10, log=False)]
+        assert ids and set(ids) <= {
+            index.chunk_at(i, with_text=False).id for i in range(len(index))
+        }
+        assert len(ids) == len(set(ids))
+    assert off  # the default (graph off) never loads the graph
+    assert "graph" not in plain.__dict__
+    with pytest.raises(IndexerError, match=r"graph\.ppr"):
+        FusionConfig.from_dict({"graph": {"ppr": -1}})
+
+
+def test_write_graph_reuses_unchanged_files_from_a_base_snapshot(
+    poly_repo: Path, tmp_path: Path
+) -> None:
+    from indexer.graph import write_graph
+
+    index = Index.open(poly_repo)
+    chunks = [index.chunk_at(i) for i in range(len(index))]
+    files = [f["path"] for f in index.files]
+    blob_of = {f["path"]: f["blob"] for f in index.files}
+    repo_path = index.manifest["repo_root"]
+    out = tmp_path / "g"
+    out.mkdir()
+    # A base whose stored contribution for tax.py is recognisably different: it is reused
+    # because the blob matches, and every other file is reused too.
+    base = CodeGraph.from_files(dict(index.graph.files))
+    base.files["shop/tax.py"].calls.append(["vat", "marker_call", "", 1])
+    base_dir = tmp_path / "base"
+    base_dir.mkdir()
+    base.save(base_dir)
+    graph = write_graph(out, repo_path, files, blob_of, chunks, jobs=1, base=base_dir)
+    vat = graph.find("shop/tax.py::vat")[0]
+    assert ("name:marker_call", "CALLS", "unresolved") in graph.out_edges(vat)
+    blob_of["shop/tax.py"] = blob_of["shop/models.py"]  # a changed blob is parsed again
+    graph = write_graph(out, repo_path, files, blob_of, chunks, jobs=1, base=base_dir)
+    assert ("name:marker_call", "CALLS", "unresolved") not in graph.out_edges(vat)

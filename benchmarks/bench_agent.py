@@ -1,0 +1,307 @@
+"""Agent benchmark: tokens per answer vs recall, graph signals in ranking, `related` latency.
+
+    python benchmarks/bench_agent.py [--cache DIR] [--trees DIR] [--trees-short DIR] [--limit N]
+
+On ../shared/devset (long issue queries) and ../shared/devset-short (short questions), with the
+indexes `indexer eval` builds and caches (indexer.evaluate.prepare_index); sympy 1.5 (the sdist
+tree of the dev set) is reported on its own as well. For every query, the top 10 results
+(`indexer search`, k=10, default cut) are sent four ways, counted with o200k_base:
+
+    files       the whole files the results come from (the baseline: what an agent reads
+                without the index, each file once)
+    chunks      each result's full chunk text with its header line
+    compressed  `--compress`: signature, docstring, the lines that matter, elision markers
+    budget N    `--budget N`: full text for the top ones, compressed or one-line references
+
+next to the file recall of that answer (gold files among the files the answer names). Graph
+signals (fusion.json "graph") are evaluated as file Recall@10 / MRR of the ranking, each alone,
+against the graph-off default, on the same indexes in the same run. Graphs of cached indexes
+built before graph.json existed are computed here and cached beside them (never in a snapshot).
+Prints Markdown; raw numbers go to --out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import os
+import random
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+os.environ["INDEXER_SAVINGS"] = "0"  # the benchmark's searches are not an agent's savings
+
+from indexer.api import Index, parse_query  # noqa: E402
+from indexer.budget import count_tokens  # noqa: E402
+from indexer.compress import class_members, compress, full, query_terms  # noqa: E402
+from indexer.errors import IndexerError  # noqa: E402
+from indexer.evaluate import (  # noqa: E402
+    CHUNK_DEPTH,
+    Case,
+    file_metrics,
+    load_dataset,
+    prepare_index,
+    unique_in_order,
+)
+from indexer.fusion import FusionConfig  # noqa: E402
+from indexer.graph import CodeGraph, graph_for_index  # noqa: E402
+
+BUDGETS = (500, 1500)
+GRAPH_VARIANTS: dict[str, dict[str, float]] = {
+    "graph off (default)": {},
+    "expand 0.2": {"expand": 0.2},
+    "expand 0.5": {"expand": 0.5},
+    "ppr 0.3": {"ppr": 0.3},
+    "ppr 1.0": {"ppr": 1.0},
+    "file_boost 0.3": {"file_boost": 0.3},
+    "file_boost 1.0": {"file_boost": 1.0},
+}
+
+
+def attach_graph(index: Index, cache: Path, jobs: int) -> float | None:
+    """Make index.graph available; returns seconds spent building it (None if loaded)."""
+    try:
+        _ = index.graph
+        return None
+    except IndexerError:
+        pass
+    key = index.snapshot.parent.parent.parent  # <cache>/<tree key>/index/snapshots/<name>
+    folder = key / "graph" / index.snapshot.name
+    if (folder / "graph.json").exists():
+        index.__dict__["graph"] = CodeGraph.load(folder)
+        return None
+    start = time.perf_counter()
+    graph = graph_for_index(index, jobs=jobs)
+    seconds = time.perf_counter() - start
+    folder.mkdir(parents=True, exist_ok=True)
+    graph.save(folder)
+    index.__dict__["graph"] = CodeGraph.load(folder)
+    return seconds
+
+
+class FileTokens:
+    def __init__(self, index: Index) -> None:
+        import pygit2
+
+        self.repo: Any = pygit2.Repository(index.manifest["repo_root"])
+        self.blob_of = {f["path"]: f["blob"] for f in index.files}
+        self.cache: dict[str, int] = {}
+
+    def __call__(self, path: str) -> int:
+        if path not in self.cache:
+            data = bytes(self.repo[self.blob_of[path]].data)
+            self.cache[path] = count_tokens(data.decode("utf-8", "replace"))
+        return self.cache[path]
+
+
+def recall(files: list[str], gold: tuple[str, ...]) -> float:
+    return len(set(files) & set(gold)) / len(gold)
+
+
+def token_row(index: Index, case: Case, file_tokens: FileTokens) -> dict[str, Any]:
+    results = index.search(case.query, k=10, log=False)
+    chunks = [index.show(r.id) for r in results]
+    terms = query_terms(case.query)
+    files = unique_in_order(c.path for c in chunks)
+    compressed = [
+        compress(c, terms, class_members(index, c) if c.kind == "class" else []) for c in chunks
+    ]
+    row: dict[str, Any] = {
+        "results": len(results),
+        "files_tokens": sum(file_tokens(p) for p in files),
+        "chunks_tokens": count_tokens("\n".join(full(c) for c in chunks)),
+        "compressed_tokens": count_tokens("\n".join(compressed)),
+        "answer_recall": recall(files, case.gold_files),
+    }
+    for budget in BUDGETS:
+        packed = index.search_budget(case.query, budget, k=10, log=False)
+        row[f"budget{budget}_tokens"] = packed.tokens
+        row[f"budget{budget}_recall"] = recall(
+            unique_in_order(i["path"] for i in packed.items), case.gold_files
+        )
+    return row
+
+
+def rank_files(index: Index, query: str) -> list[str]:
+    ranked = index.rank(parse_query(query), CHUNK_DEPTH)
+    return unique_in_order(index.files[int(index._chunk_file[r])]["path"] for r, _ in ranked)
+
+
+def related_latency(index: Index, samples: int = 200) -> dict[str, float]:
+    graph = index.graph
+    snapshot_graph = index.snapshot.parent.parent.parent / "graph" / index.snapshot.name
+    start = time.perf_counter()
+    CodeGraph.load(snapshot_graph if (snapshot_graph / "graph.json").exists() else index.snapshot)
+    load_ms = (time.perf_counter() - start) * 1000
+    symbols = [n for n, k in zip(graph.ids, graph.columns["kind"], strict=True) if k == "method"]
+    rng = random.Random(4)
+    picked = rng.sample(symbols, min(samples, len(symbols)))
+    out: dict[str, float] = {"graph_load_ms": round(load_ms, 1)}
+    for label, direction, depth in (("both_d1", "both", 1), ("callers_d2", "callers", 2)):
+        times = []
+        for node in picked:
+            t = time.perf_counter()
+            index.related(node, direction=direction, depth=depth)
+            times.append((time.perf_counter() - t) * 1000)
+        times.sort()
+        out[f"{label}_p50_ms"] = round(statistics.median(times), 2)
+        out[f"{label}_p95_ms"] = round(times[int(0.95 * (len(times) - 1))], 2)
+    out["nodes"] = len(graph.ids)
+    out["edges"] = len(graph.edges)
+    return out
+
+
+def summarize_tokens(rows: list[dict[str, Any]]) -> dict[str, float]:
+    def mean(key: str) -> float:
+        return round(statistics.fmean(r[key] for r in rows), 4)
+
+    out = {"queries": len(rows)}
+    for key, value in rows[0].items():
+        if not isinstance(value, str):
+            out[key] = mean(key)
+    base = sum(r["files_tokens"] for r in rows)
+    for form in ("chunks", "compressed", *(f"budget{b}" for b in BUDGETS)):
+        out[f"{form}_saved_pct"] = round(
+            100 * (1 - sum(r[f"{form}_tokens"] for r in rows) / base), 2
+        )
+    out["compressed_le_600_pct"] = round(
+        100 * sum(r["compressed_tokens"] <= 600 for r in rows) / len(rows), 1
+    )
+    return out
+
+
+def run_dataset(
+    cases: list[Case], cache: Path, jobs: int, log: Any
+) -> tuple[dict[str, list[dict[str, Any]]], dict[str, Any]]:
+    """Per-variant ranking metrics and token rows, each row tagged with its group."""
+    by_tree: dict[Path, list[Case]] = {}
+    for case in cases:
+        by_tree.setdefault(case.tree, []).append(case)
+    ranking: dict[str, list[dict[str, Any]]] = {v: [] for v in GRAPH_VARIANTS}
+    tokens: list[dict[str, Any]] = []
+    extra: dict[str, Any] = {"graph_build_s": {}, "related": {}}
+    base = FusionConfig.load()
+    configs = {}
+    for name, change in GRAPH_VARIANTS.items():
+        values = copy.deepcopy(base.values)
+        values["graph"].update(change)
+        configs[name] = FusionConfig.from_dict(values)
+    for tree, tree_cases in by_tree.items():
+        index, _ = prepare_index(tree, cache, log=log)
+        try:  # a cached index from an older on-disk format is rebuilt
+            _ = index.lexical, index.dense
+        except (OSError, ValueError, IndexerError):
+            index, _ = prepare_index(tree, cache, rebuild=True, log=log)
+        built = attach_graph(index, cache, jobs)
+        if built is not None:
+            extra["graph_build_s"][tree.name] = round(built, 2)
+        log(f"{tree.name}: {len(tree_cases)} queries")
+        file_tokens = FileTokens(index)
+        for case in tree_cases:
+            for name, cfg in configs.items():
+                index.fusion = cfg
+                m = file_metrics(rank_files(index, case.query), case.gold_files)
+                ranking[name].append({"group": case.group, "tree": tree.name, **m})
+            index.fusion = configs["graph off (default)"]
+            tokens.append({"tree": tree.name, **token_row(index, case, file_tokens)})
+        if tree.name == "sympy-1.5":
+            extra["related"] = related_latency(index)
+    extra["tokens_rows"] = tokens
+    return ranking, extra
+
+
+def ranking_table(ranking: dict[str, list[dict[str, Any]]], only: str | None = None) -> list[str]:
+    lines = ["| ranking | R@1 | R@5 | R@10 | MRR | nDCG@10 |", "|---|---|---|---|---|---|"]
+    for name, rows in ranking.items():
+        rows = [r for r in rows if only is None or r["tree"] == only]
+        if not rows:
+            continue
+        cells = [
+            statistics.fmean(r[k] for r in rows)
+            for k in ("file_recall@1", "file_recall@5", "file_recall@10", "mrr", "ndcg@10")
+        ]
+        lines.append(f"| {name} | " + " | ".join(f"{c:.3f}" for c in cells) + " |")
+    return lines
+
+
+def token_table(label: str, s: dict[str, float]) -> list[str]:
+    lines = [
+        f"**{label}** ({int(s['queries'])} queries, {s['results']:.1f} results per answer)",
+        "",
+        "| answer | tokens / query | vs whole files | file recall of the answer |",
+        "|---|---|---|---|",
+        f"| whole files of the results (baseline) | {s['files_tokens']:.0f} | - "
+        f"| {s['answer_recall']:.3f} |",
+        f"| result chunks, full text | {s['chunks_tokens']:.0f} | -{s['chunks_saved_pct']}% "
+        f"| {s['answer_recall']:.3f} |",
+        f"| compressed (`--compress`) | {s['compressed_tokens']:.0f} "
+        f"| -{s['compressed_saved_pct']}% | {s['answer_recall']:.3f} |",
+    ]
+    for b in BUDGETS:
+        lines.append(
+            f"| `--budget {b}` | {s[f'budget{b}_tokens']:.0f} | -{s[f'budget{b}_saved_pct']}% "
+            f"| {s[f'budget{b}_recall']:.3f} |"
+        )
+    lines.append("")
+    lines.append(f"Compressed answers of at most 600 tokens: {s['compressed_le_600_pct']}%.")
+    return lines
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--devset", type=Path, default=ROOT.parent / "shared" / "devset")
+    parser.add_argument(
+        "--devset-short", type=Path, default=ROOT.parent / "shared" / "devset-short"
+    )
+    parser.add_argument("--trees", type=Path, default=ROOT.parent / "trees" / "devset")
+    parser.add_argument("--trees-short", type=Path, default=ROOT.parent / "trees" / "devset-short")
+    parser.add_argument("--cache", type=Path, default=ROOT / ".bench" / "eval-cache")
+    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--limit", type=int, default=0, help="only the first N queries per set")
+    parser.add_argument("--out", type=Path, default=ROOT / ".bench" / "agent_results.json")
+    args = parser.parse_args()
+
+    def log(msg: str) -> None:
+        print(msg, file=sys.stderr, flush=True)
+
+    results: dict[str, Any] = {}
+    report: list[str] = []
+    for label, dataset, trees in (
+        ("devset (long issue queries)", args.devset, args.trees),
+        ("devset-short (short questions)", args.devset_short, args.trees_short),
+    ):
+        cases = load_dataset(dataset / "instances.jsonl", trees)
+        if args.limit:
+            cases = cases[: args.limit]
+        ranking, extra = run_dataset(cases, args.cache.resolve(), args.jobs, log)
+        rows = extra.pop("tokens_rows")
+        summary = summarize_tokens(rows)
+        results[label] = {"ranking": ranking, "tokens": summary, **extra}
+        report += [f"### {label}", "", *token_table("all repositories", summary), ""]
+        sympy_rows = [r for r in rows if r["tree"] == "sympy-1.5"]
+        if sympy_rows:
+            s = summarize_tokens(sympy_rows)
+            results[label]["tokens_sympy"] = s
+            report += [*token_table("sympy 1.5 sdist", s), ""]
+        report += ["Graph signals in ranking (file metrics of the top 100 chunks):", ""]
+        report += [*ranking_table(ranking), ""]
+        if sympy_rows:
+            report += ["sympy 1.5 only:", "", *ranking_table(ranking, "sympy-1.5"), ""]
+        if extra["related"]:
+            report += [f"`related` on sympy 1.5: {json.dumps(extra['related'])}", ""]
+        if extra["graph_build_s"]:
+            report += [f"graph build seconds: {json.dumps(extra['graph_build_s'])}", ""]
+    print("\n".join(report))
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(results, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
