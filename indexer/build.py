@@ -344,7 +344,12 @@ def _write_graph(
         elif base is not None:
             chunks.extend(base.chunks(f.path))
     write_graph(
-        directory, repo_path, [f.path for f in indexed], {f.path: f.blob for f in indexed}, chunks
+        directory,
+        repo_path,
+        [f.path for f in indexed],
+        {f.path: f.blob for f in indexed},
+        chunks,
+        base=base.path if base is not None else None,  # unchanged blobs keep their graph part
     )
 
 

@@ -325,3 +325,29 @@ def test_write_graph_reuses_unchanged_files_from_a_base_snapshot(
     blob_of["shop/tax.py"] = blob_of["shop/models.py"]  # a changed blob is parsed again
     graph = write_graph(out, repo_path, files, blob_of, chunks, jobs=1, base=base_dir)
     assert ("name:marker_call", "CALLS", "unresolved") not in graph.out_edges(vat)
+
+
+def test_incremental_update_replaces_only_the_changed_files_graph(poly_repo: Path) -> None:
+    from indexer.build import update_index
+
+    from .conftest import commit_all, write_files
+
+    write_files(
+        poly_repo,
+        {
+            "shop/tax.py": "def vat(amount):\n    return round_cents(amount)\n\n\n"
+            "def round_cents(x):\n    return round(x, 2)\n"
+        },
+    )
+    commit_all(poly_repo, "tax rounds")
+    report = update_index(poly_repo, progress=False)
+    assert report.mode == "incremental"
+    updated = Index.open(poly_repo).graph
+    vat = updated.find("shop/tax.py::vat")[0]
+    assert [updated.node(d)["qualname"] for d, t, _ in updated.out_edges(vat) if t == "CALLS"] == [
+        "round_cents"
+    ]
+    # Same graph as a full build of the same commit.
+    build_index(poly_repo, progress=False)
+    full = Index.open(poly_repo).graph
+    assert full.ids == updated.ids and np.array_equal(full.edges, updated.edges)
