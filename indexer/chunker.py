@@ -15,7 +15,7 @@ from typing import Any
 
 from .languages import SPECS, LanguageSpec
 
-CHUNKER_VERSION = 1
+CHUNKER_VERSION = 2  # bump when chunks or per-chunk build columns change
 MAX_CHUNK_LINES = 120  # a definition longer than this is split
 MODULE_BLOCK_LINES = 60  # module-level code and text windows
 WINDOW_OVERLAP = 8

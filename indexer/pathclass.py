@@ -23,7 +23,8 @@ _FLAG_PATTERNS = [
         FLAG_VENDORED,
         re.compile(r"(^|/)(_?compat|vendor|externals?|extern|deprecated|legacy)(/|\.|_|$)"),
     ),
-    (FLAG_GENERATED, re.compile(r"(^|/)(dist|build|out|generated|gen)(/|$)")),
+    # Build output, and TypeScript declaration files (signatures without implementations).
+    (FLAG_GENERATED, re.compile(r"(^|/)(dist|build|out|generated|gen)(/|$)|\.d\.[cm]?ts$")),
 ]
 
 
