@@ -17,7 +17,7 @@ implemented, defined, configured or called, search the index BEFORE opening or g
   `indexer show CHUNK_ID`, `indexer related NAME --callers`.
 
 Results are `path:start-end qualname chunk_id` with signatures and the lines that matter;
-`... [Lx-y]` marks elided code: fetch it with `show`/`retrieve` only if you need it.
+`...Lx-y` marks elided lines x-y: fetch it with `show`/`retrieve` only if you need it.
 Prefer several precise searches (identifiers, error messages, behaviour in plain words) over
 reading whole files. Use `related` before changing a function to find its callers.
 """

@@ -240,6 +240,11 @@ class Index:
         return int(order[pos])
 
     def show(self, chunk_id: str) -> Chunk:
+        """A chunk by id, or by the `path:start-end` location compressed results print."""
+        if ":" in chunk_id:
+            from .compress import row_at_location
+
+            return self.chunk_at(row_at_location(self, chunk_id))
         return self.chunk_at(self.row_of(chunk_id))
 
     # -- code graph (indexer/graph.py; loaded only by the commands that use it) -------------------

@@ -2,8 +2,8 @@
 
 A compressed function is its signature, the first sentence of its docstring and the few body
 lines that mention the query's terms (else its return/raise lines); a class is its header,
-docstring and member signatures. Every gap is marked `... [L12-40]` and the block's first line
-carries the chunk id, so `indexer show ID` fetches the rest.
+docstring and member signatures. Every gap is marked `...L12-40` (file lines 12-40 elided) and
+the block's first line is `## path:start-end`, so `indexer show path:start-end` fetches the rest.
 """
 
 from __future__ import annotations
@@ -18,23 +18,64 @@ from .chunker import Chunk
 from .tokens import split_identifier
 
 MAX_KEPT_LINES = 1  # body lines kept besides signature and docstring
-MAX_MEMBERS = 8  # member signatures kept for a class
+MAX_MEMBERS = 4  # member signatures kept for a class
+MAX_MEMBER_CHARS = 60
 MAX_LINE_CHARS = 100
-MAX_SIGNATURE_CHARS = 120
-MAX_DOC_CHARS = 80
+MAX_SIGNATURE_CHARS = 100
+MAX_DOC_CHARS = 60
 MAX_NAME_CHARS = 60
 _IMPORTANT = re.compile(r"^\s*(return|raise|throw|yield|panic\(|assert)\b")
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
+def location(chunk: Chunk) -> str:
+    """`path:start-end`: what `indexer show` (and the MCP `show` tool) accept besides the id."""
+    return f"{chunk.path}:{chunk.start_line}-{chunk.end_line}"
+
+
 def reference(chunk: Chunk) -> str:
-    """One line that names the chunk and how to fetch it."""
+    """One line that names the chunk and how to fetch it (`indexer show path:start-end`)."""
     name = _clip(chunk.qualname or chunk.symbol, MAX_NAME_CHARS).replace(" ", "")
-    return f"{chunk.path}:{chunk.start_line}-{chunk.end_line} {name} {chunk.id}"
+    return f"{location(chunk)} {name}"
 
 
-def header(chunk: Chunk) -> str:
-    return f"## {reference(chunk)}"
+def header(chunk: Chunk, named_below: bool = False) -> str:
+    """`## path:start-end name`; the name is left out when the signature below shows it
+    (a function or class outside any class). The location doubles as the chunk's handle:
+    a 16-hex id would cost ~9 tokens per result."""
+    if not named_below:
+        return f"## {reference(chunk)}"
+    return f"## {location(chunk)}"
+
+
+_LOCATION = re.compile(r"(.+):(\d+)(?:-(\d+))?")
+
+
+def row_at_location(index: Any, ref: str) -> int:
+    """The row of the chunk at `path:start-end` (or `path:start`): the chunk starting there,
+    else the smallest chunk containing that line."""
+    from .errors import IndexerError
+
+    match = _LOCATION.fullmatch(ref.strip())
+    if match is None:
+        raise IndexerError(f"not a chunk id or path:start-end location: {ref!r}")
+    path, start = match.group(1), int(match.group(2))
+    end = int(match.group(3)) if match.group(3) else None
+    file_index = next((i for i, f in enumerate(index.files) if f["path"] == path), None)
+    if file_index is None:
+        raise IndexerError(f"{path!r} is not an indexed file of this repository")
+    best: tuple[int, int] | None = None
+    for row in np.nonzero(index._chunk_file == file_index)[0].tolist():
+        c = index.chunk_at(int(row), with_text=False)
+        if c.start_line == start and (end is None or c.end_line == end):
+            return int(row)
+        if c.start_line <= start <= c.end_line:
+            span = c.end_line - c.start_line
+            if best is None or span < best[0]:
+                best = (span, int(row))
+    if best is None:
+        raise IndexerError(f"no chunk at {ref} in the index")
+    return best[1]
 
 
 def full(chunk: Chunk) -> str:
@@ -94,7 +135,7 @@ def compress(
     members: Sequence[str] = (),
     max_kept: int = MAX_KEPT_LINES,
 ) -> str:
-    """The compressed block of one chunk (first line: `## path:lines name id`)."""
+    """The compressed block of one chunk (first line: `## path:start-end name`)."""
     lines = chunk.text.splitlines()
     if not lines:
         return header(chunk)
@@ -112,7 +153,11 @@ def compress(
             )
         body_from = _after_docstring(lines, last + 1) if chunk.language == "python" else last + 1
     else:
-        first = next((i for i, line in enumerate(lines) if line.strip()), 0)
+        # The first line that says something (not a bare quote, brace or comment opener).
+        first = next(
+            (i for i, line in enumerate(lines) if line.strip().strip("\"'`/*#{}()[];-! ")),
+            0,
+        )
         out.append((first, _clip(lines[first])))
         expected_skip = set()
         indent = ""
@@ -120,13 +165,20 @@ def compress(
     if chunk.kind == "class":
         kept_members = _pick(members, terms, MAX_MEMBERS)
         for sig in kept_members:
-            out.append((-1, indent + _clip(sig)))
+            out.append((-1, indent + _clip(sig, MAX_MEMBER_CHARS)))
         if len(members) > len(kept_members):
-            out.append((-1, f"{indent}... [{len(members) - len(kept_members)} more members]"))
+            out.append((-1, f"{indent}...+{len(members) - len(kept_members)} members"))
     else:
         for i in _important_lines(lines, body_from, terms, max_kept):
             out.append((i, _clip(lines[i])))
-    return "\n".join([header(chunk), *_with_markers(chunk, lines, out, expected_skip)])
+    named_below = (
+        chunk.kind in ("function", "class")
+        and "." not in chunk.qualname
+        and bool(chunk.symbol)
+        and chunk.symbol in out[0][1]
+    )
+    body = _with_markers(chunk, lines, out, expected_skip)
+    return "\n".join([header(chunk, named_below), *body])
 
 
 def _after_docstring(lines: list[str], start: int) -> int:
@@ -193,7 +245,7 @@ def _important_lines(lines: list[str], start: int, terms: set[str], limit: int) 
 def _with_markers(
     chunk: Chunk, lines: list[str], out: Iterable[tuple[int, str]], header_rest: set[int]
 ) -> list[str]:
-    """Insert `... [Lx-y]` (file line numbers) wherever chunk lines were left out; the rest
+    """Insert `...Lx-y` (file line numbers) wherever chunk lines were left out; the rest
     of a multi-line signature (`header_rest`) is shown joined, not elided."""
     rendered: list[str] = []
     # Leading comments and decorators are not marked: the header's line range covers them
@@ -220,7 +272,7 @@ def _marker(chunk: Chunk, first: int, last: int, indent: str) -> str:
     b = chunk.end_line if last >= len(chunk.text.splitlines()) - 1 else chunk.start_line + last
     b = max(a, min(b, chunk.end_line))
     span = f"L{a}" if a == b else f"L{a}-{b}"
-    return f"{indent}... [{span}]"
+    return f"{indent}...{span}"
 
 
 def class_members(index: Any, chunk: Chunk) -> list[str]:

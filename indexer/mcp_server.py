@@ -143,9 +143,9 @@ def create_server(repo: str | None = None, index_dir: str | None = None) -> Any:
         description=(
             "Search this repository's code by meaning and keywords. Use it first for any "
             "question about where or how something is implemented, defined, configured or "
-            "called. Returns ranked chunks as `## path:start-end qualname chunk_id` headers; "
+            "called. Returns ranked chunks under `## path:start-end name` headers; "
             "with compress (default) each shows its signature, docstring and the lines that "
-            "matter, with `... [Lx-y]` where code was elided (fetch it with `show` or "
+            "matter, with `...Lx-y` where lines x-y were elided (fetch it with `show` or "
             "`retrieve`). `budget` packs the answer into at most that many tokens. "
             f"k: 1-{MAX_K} results (default 10)."
         ),
@@ -156,8 +156,8 @@ def create_server(repo: str | None = None, index_dir: str | None = None) -> Any:
         return guard(lambda: service.search(query, k, budget, compress))
 
     @server.tool(
-        description="The full text of one chunk (function, class, module block) by its "
-        "16-hex-digit chunk id from `search` or `related`.",
+        description="The full text of one chunk (function, class, module block) by the "
+        "`path:start-end` location `search` prints or a 16-hex-digit chunk id from `related`.",
         annotations=read_only,
         structured_output=False,
     )

@@ -67,11 +67,15 @@ def test_compression_keeps_signature_docstring_and_marks_elisions(shop: Path) ->
     index = Index.open(shop)
     r = index.search("shipping_cost surcharge", k=1, compress=True, log=False)[0]
     text = r.text or ""
-    assert text.splitlines()[0] == f"## shop/shipping.py:4-18 shipping_cost {r.id}"
+    assert text.splitlines()[0] == "## shop/shipping.py:4-18"  # the name is on the next line
+    assert index.show("shop/shipping.py:4-18").id == r.id  # the location is a handle too
+    assert index.show("shop/shipping.py:10").id == r.id  # a line inside it
+    with pytest.raises(IndexerError, match="not an indexed file"):
+        index.show("../etc/passwd:1-2")
     assert "def shipping_cost(weight_kg: float, zone: str, express: bool = False) -> float" in text
     assert '"""Price of a parcel by weight and zone."""' in text
     assert "surcharge" in text.split("\n", 3)[3]  # a body line that matters to the query
-    assert "Longer explanation" not in text and "... [L" in text
+    assert "Longer explanation" not in text and "...L" in text
     full = index.show(r.id).text
     assert count_tokens(text) < count_tokens(full)
 
@@ -87,9 +91,9 @@ def test_compress_marks_every_gap_with_file_lines(shop: Path) -> None:
     index = Index.open(shop)
     chunk = index.show(index.search("shipping_cost", k=1, log=False)[0].id)
     text = compress(chunk, query_terms("express"), max_kept=1)
-    markers = [line.strip() for line in text.splitlines() if line.strip().startswith("... [L")]
-    assert markers and all(m.endswith("]") for m in markers)
-    assert markers[-1].endswith("-18]")  # the last gap runs to the end of the function
+    markers = [line.strip() for line in text.splitlines() if line.strip().startswith("...L")]
+    assert markers and all(m[4:].replace("-", "").isdigit() for m in markers)
+    assert markers[-1].endswith("-18")  # the last gap runs to the end of the function
 
 
 def test_budget_is_never_exceeded(shop: Path) -> None:

@@ -35,8 +35,8 @@ async def _session(repo: Path) -> dict[str, Any]:
         tools = await client.list_tools()
         out["tools"] = {t.name: t for t in tools.tools}
         out["search"] = await client.call_tool("search", {"query": "retry with backoff", "k": 5})
-        top_id = _text(out["search"]).split("\n", 1)[0].split()[-1]
-        out["show"] = await client.call_tool("show", {"chunk_id": top_id})
+        top = _text(out["search"]).split("\n", 1)[0].split()[1]  # ## path:start-end [name]
+        out["show"] = await client.call_tool("show", {"chunk_id": top})
         out["budget"] = await client.call_tool(
             "search", {"query": "invoice tax total", "budget": 120}
         )
@@ -67,7 +67,7 @@ def test_mcp_server_answers_a_real_client_and_refuses_bad_requests(built: Path) 
     assert out["tools"]["search"].input_schema["properties"]["budget"]
     search = _text(out["search"])
     assert not out["search"].is_error and "net/retry.py" in search
-    assert "retry_with_backoff" in search and "... [L" in search  # compressed by default
+    assert "retry_with_backoff" in search and "...L" in search  # compressed by default
     show = _text(out["show"])
     assert "def retry_with_backoff" in show and "time.sleep" in show
     assert not out["budget"].is_error and "InvoiceCalculator" in _text(out["budget"])
