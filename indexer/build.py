@@ -331,17 +331,16 @@ def _write_graph(
     base: BaseSnapshot | None,
     fresh: dict[str, CachedFile],
 ) -> None:
-    """graph.json: the code graph of the indexed files (indexer/graph.py)."""
-    try:
-        from .graph import write_graph
-    except ImportError:  # transitional: the graph module lands in its own commit
-        return
+    """graph.json: the code graph of the indexed files (indexer/graph.py). Files kept from a
+    base snapshot that has a graph reuse their stored part; only fresh files are parsed."""
+    from .graph import GRAPH_FILES, write_graph
 
+    base_has_graph = base is not None and (base.path / GRAPH_FILES).is_file()
     chunks: list[Chunk] = []
     for f in indexed:
         if f.path in fresh:
             chunks.extend(materialize(fresh[f.path].records, f.path, f.language or "text", f.blob))
-        elif base is not None:
+        elif base is not None and not base_has_graph:
             chunks.extend(base.chunks(f.path))
     write_graph(
         directory,
@@ -349,7 +348,7 @@ def _write_graph(
         [f.path for f in indexed],
         {f.path: f.blob for f in indexed},
         chunks,
-        base=base.path if base is not None else None,  # unchanged blobs keep their graph part
+        base=base.path if base_has_graph and base is not None else None,
     )
 
 
