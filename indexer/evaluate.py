@@ -108,9 +108,16 @@ def commit_tree(source: Path, git_dir: Path) -> str:
 
 
 def prepare_index(
-    tree: Path, cache_dir: Path, rebuild: bool = False, log: Callable[[str], None] | None = None
+    tree: Path,
+    cache_dir: Path,
+    rebuild: bool = False,
+    log: Callable[[str], None] | None = None,
+    any_table: bool = False,
 ) -> tuple[Index, float | None]:
-    """A built index of `tree` (cached); returns it and the build seconds if it was built now."""
+    """A built index of `tree` (cached); returns it and the build seconds if it was built now.
+
+    The cached index is rebuilt when the chunker or the vector table changed, unless `any_table`
+    (the tuning code swaps the dense side in memory, see `indexer.tuning.with_vectors`)."""
     from .build import build_index
     from .store import current_snapshot
 
@@ -131,7 +138,8 @@ def prepare_index(
 
             table = StaticVectors.load()
             m = index.manifest
-            if m.get("chunker_version") == CHUNKER_VERSION and m["vectors"]["card"] == table.card:
+            same_table = any_table or m["vectors"]["card"] == table.card
+            if m.get("chunker_version") == CHUNKER_VERSION and same_table:
                 return index, None
         except IndexerError:
             pass

@@ -65,7 +65,12 @@ def with_vectors(index: Index, table: StaticVectors, documents: Sequence[Sequenc
 
 
 class EvalSet:
-    """The cases of one dataset and its indexes (built once, cached on disk)."""
+    """The cases of one dataset and its indexes (built once, cached on disk).
+
+    Cached indexes are reused whatever table built them: when the wanted table (`table`, by
+    default the shipped one) is another, the dense side is swapped in memory (`with_vectors`),
+    which gives exactly what a rebuild would.
+    """
 
     def __init__(
         self,
@@ -73,14 +78,18 @@ class EvalSet:
         cases: Sequence[Case],
         cache_dir: Path,
         log: Callable[[str], None] | None = None,
+        table: StaticVectors | None = None,
     ) -> None:
         self.name = name
         self.cases = list(cases)
+        self.table = table or StaticVectors.load()
         self.indexes: dict[Path, Index] = {}
         for case in self.cases:
             if case.tree not in self.indexes:
-                self.indexes[case.tree] = prepare_index(case.tree, cache_dir, log=log)[0]
+                index = prepare_index(case.tree, cache_dir, log=log, any_table=True)[0]
+                self.indexes[case.tree] = index
         self._documents: dict[Path, list[list[str]]] = {}
+        self._views: tuple[str, dict[Path, Index]] | None = None
 
     def documents(self, tree: Path) -> list[list[str]]:
         if tree not in self._documents:
@@ -88,8 +97,17 @@ class EvalSet:
         return self._documents[tree]
 
     def variant(self, table: StaticVectors) -> dict[Path, Index]:
-        """Indexes whose dense side uses `table` (chunk documents are cached between calls)."""
-        return {t: with_vectors(i, table, self.documents(t)) for t, i in self.indexes.items()}
+        """Indexes whose dense side uses `table` (the views of the last table are cached)."""
+        key = json.dumps(table.card, sort_keys=True)
+        if self._views is None or self._views[0] != key:
+            views = {}
+            for tree, index in self.indexes.items():
+                if index.manifest["vectors"]["card"] == table.card:
+                    views[tree] = Index(index.snapshot, index.fusion, vectors=table)
+                else:
+                    views[tree] = with_vectors(index, table, self.documents(tree))
+            self._views = (key, views)
+        return self._views[1]
 
     def run(
         self,
@@ -98,7 +116,7 @@ class EvalSet:
         table: StaticVectors | None = None,
         cut: bool = True,
     ) -> EvalReport:
-        indexes = self.variant(table) if table is not None else self.indexes
+        indexes = self.variant(table or self.table)
         return evaluate(self.cases, Path("."), systems, fusion=fusion, cut=cut, indexes=indexes)
 
 

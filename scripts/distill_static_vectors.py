@@ -268,7 +268,9 @@ def tokenlearn_fit(
     def to_torch(m: Any) -> Any:
         coo = m.tocoo()
         idx = torch.tensor(np.vstack([coo.row, coo.col]), dtype=torch.long)
-        return torch.sparse_coo_tensor(idx, torch.tensor(coo.data), m.shape).coalesce()
+        return torch.sparse_coo_tensor(
+            idx, torch.tensor(coo.data), m.shape, check_invariants=False
+        ).coalesce()
 
     base = torch.tensor(init, dtype=torch.float32)
     table = torch.nn.Parameter(base.clone())
@@ -299,7 +301,7 @@ def tokenlearn_fit(
             opt.zero_grad()
             (loss + reg * drift).backward()
             opt.step()
-            total += float(loss) * len(idx)
+            total += float(loss.detach()) * len(idx)
         record = {
             "epoch": float(epoch),
             "train_loss": total / max(1, len(perm)),
