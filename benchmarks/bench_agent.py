@@ -58,7 +58,10 @@ GRAPH_VARIANTS: dict[str, dict[str, float]] = {
     "expand 0.2": {"expand": 0.2},
     "expand 0.5": {"expand": 0.5},
     "ppr 0.3": {"ppr": 0.3},
+    "ppr 0.5": {"ppr": 0.5},
     "ppr 1.0": {"ppr": 1.0},
+    "ppr 0.5, 10 seeds": {"ppr": 0.5, "seeds": 10},
+    "ppr 0.3 + file_boost 0.3": {"ppr": 0.3, "file_boost": 0.3},
     "file_boost 0.3": {"file_boost": 0.3},
     "file_boost 1.0": {"file_boost": 1.0},
 }

@@ -24,7 +24,7 @@ import re
 from collections import defaultdict, deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, cached_property
 from pathlib import Path
 from typing import Any
 
@@ -1170,6 +1170,7 @@ def write_graph(
     results.sort(key=lambda fg: fg.path)
     graph = CodeGraph.from_files({fg.path: fg for fg in results})
     graph.save(directory)
+    save_rank_arrays(directory, graph, chunks)  # `chunks` come in snapshot row order
     return graph
 
 
@@ -1244,60 +1245,97 @@ def graph_for_index(index: Any, jobs: int = 1) -> CodeGraph:
 _RANK_EDGES = ("CALLS", "IMPORTS", "INHERITS", "DEFINES")
 
 
-class GraphRanker:
-    """Row <-> node maps and a symmetric adjacency matrix, built once per index."""
+GRAPH_ROWS = "graph_rows.npy"  # int32 node of each chunk row (its symbol, else its file)
+GRAPH_ADJ = ("graph_adj_indptr.npy", "graph_adj_indices.npy")  # CSR, undirected, ranking edges
 
-    def __init__(self, index: Any, graph: CodeGraph) -> None:
+
+def rank_arrays(graph: CodeGraph, chunks: Sequence[Chunk]) -> tuple[np.ndarray, ...]:
+    """What ranking needs, precomputed at build time so a search never parses graph.json:
+    the node of every chunk row and the symmetric adjacency (CSR) between repository nodes
+    (name:/module: hubs would link everything that calls `len`)."""
+    from scipy import sparse
+
+    kinds = graph.columns["kind"]
+    rows = np.full(len(chunks), -1, dtype=np.int32)
+    for i, c in enumerate(chunks):
+        node = graph.chunk_node.get(c.id, c.id)
+        j = graph.index.get(node)
+        if j is None or kinds[j] not in _SYMBOL_KINDS:
+            j = graph.index.get(f"file:{c.path}", -1)
+        rows[i] = j
+    n = len(graph.ids)
+    e = graph.edges
+    real = np.asarray([k in _SYMBOL_KINDS or k == "file" for k in kinds], dtype=bool)
+    wanted = np.isin(e[:, 2], [EDGE_TYPES.index(t) for t in _RANK_EDGES])
+    keep = wanted & real[e[:, 0]] & real[e[:, 1]] if len(e) else wanted
+    src, dst = e[keep, 0], e[keep, 1]
+    adj = sparse.coo_matrix(
+        (np.ones(2 * len(src), dtype=np.float32), (np.r_[src, dst], np.r_[dst, src])),
+        shape=(n, n),
+    ).tocsr()
+    adj.sum_duplicates()
+    return rows, adj.indptr.astype(np.int64), adj.indices.astype(np.int32)
+
+
+def save_rank_arrays(directory: Path, graph: CodeGraph, chunks: Sequence[Chunk]) -> None:
+    rows, indptr, indices = rank_arrays(graph, chunks)
+    np.save(directory / GRAPH_ROWS, rows)
+    np.save(directory / GRAPH_ADJ[0], indptr)
+    np.save(directory / GRAPH_ADJ[1], indices)
+
+
+class GraphRanker:
+    """Row -> node map and the transition matrix for PageRank (from the build's arrays, or
+    computed from the graph for older snapshots); the graph itself only for expand/file_boost."""
+
+    def __init__(self, index: Any) -> None:
         from scipy import sparse
 
-        from .dense import faiss_id
-
-        self.graph = graph
+        self.index = index
         n_rows = len(index)
-        self.row_node = np.full(n_rows, -1, dtype=np.int64)
-        kinds = graph.columns["kind"]
-        chunk_ids = [(nid, i) for i, nid in enumerate(graph.ids) if kinds[i] in _SYMBOL_KINDS]
-        chunk_ids += [(cid, graph.index[nid]) for cid, nid in graph.chunk_node.items()]
-        if chunk_ids and n_rows:
-            fids = np.asarray([faiss_id(c) for c, _ in chunk_ids], dtype=np.int64)
-            rows = index._rows_of_fids(fids)
-            ok = index._fids[rows] == fids
-            self.row_node[rows[ok]] = np.asarray([i for _, i in chunk_ids], dtype=np.int64)[ok]
-        # Rows without a symbol node (module code, text) stand for their file.
-        file_node = np.asarray(
-            [graph.index.get(f"file:{f['path']}", -1) for f in index.files], dtype=np.int64
+        snapshot: Path = index.snapshot
+        if all((snapshot / f).is_file() for f in (GRAPH_ROWS, *GRAPH_ADJ)):
+            row_node = np.load(snapshot / GRAPH_ROWS, allow_pickle=False)
+            indptr = np.load(snapshot / GRAPH_ADJ[0], allow_pickle=False)
+            indices = np.load(snapshot / GRAPH_ADJ[1], allow_pickle=False)
+        else:
+            chunks = [index.chunk_at(i, with_text=False) for i in range(n_rows)]
+            row_node, indptr, indices = rank_arrays(index.graph, chunks)
+        if len(row_node) != n_rows:
+            raise CorruptIndexError("the code graph does not match the chunks; run `indexer build`")
+        self.row_node = row_node.astype(np.int64)
+        n = len(indptr) - 1
+        adj = sparse.csr_matrix(
+            (np.ones(len(indices), dtype=np.float64), indices, indptr), shape=(n, n)
         )
-        missing = self.row_node < 0
-        self.row_node[missing] = file_node[index._chunk_file[missing]]
-        self.node_rows: dict[int, list[int]] = {}
+        degree = np.asarray(adj.sum(axis=0)).ravel()
+        self.transition = adj @ sparse.diags(1.0 / np.maximum(degree, 1.0))
+
+    @cached_property
+    def graph(self) -> CodeGraph:
+        graph: CodeGraph = self.index.graph
+        return graph
+
+    @cached_property
+    def node_rows(self) -> dict[int, list[int]]:
+        kinds = self.graph.columns["kind"]
+        out: dict[int, list[int]] = {}
         for row, node in enumerate(self.row_node.tolist()):
             if node >= 0 and kinds[node] != "file":
-                self.node_rows.setdefault(node, []).append(row)
-        # Undirected adjacency over repository nodes only (name:/module: hubs would link
-        # everything that calls `len`).
-        n = len(graph.ids)
-        e = graph.edges
-        real = np.asarray([k in _SYMBOL_KINDS or k == "file" for k in kinds], dtype=bool)
-        wanted = np.isin(e[:, 2], [EDGE_TYPES.index(t) for t in _RANK_EDGES])
-        keep = wanted & real[e[:, 0]] & real[e[:, 1]] if len(e) else wanted
-        src, dst = e[keep, 0], e[keep, 1]
-        adj = sparse.coo_matrix(
-            (np.ones(2 * len(src), dtype=np.float32), (np.r_[src, dst], np.r_[dst, src])),
-            shape=(n, n),
-        ).tocsr()
-        adj.data[:] = 1.0
-        degree = np.asarray(adj.sum(axis=0)).ravel()
-        self.adj = adj
-        self.transition = adj @ sparse.diags(1.0 / np.maximum(degree, 1.0))
-        self.calls = EDGE_TYPES.index("CALLS")
-        self.file_of_node = np.asarray(
-            [graph.index.get(f"file:{p}", -1) if p else -1 for p in graph.columns["path"]],
+                out.setdefault(node, []).append(row)
+        return out
+
+    @cached_property
+    def file_of_node(self) -> np.ndarray:
+        g = self.graph
+        return np.asarray(
+            [g.index.get(f"file:{p}", -1) if p else -1 for p in g.columns["path"]],
             dtype=np.int64,
         )
 
     def ppr(self, seeds: dict[int, float], alpha: float = 0.5, iterations: int = 20) -> np.ndarray:
         """Personalised PageRank (restart probability 1 - alpha) from weighted seed nodes."""
-        s = np.zeros(self.adj.shape[0], dtype=np.float64)
+        s = np.zeros(self.transition.shape[0], dtype=np.float64)
         for node, w in seeds.items():
             s[node] += w
         total = s.sum()
@@ -1323,10 +1361,15 @@ def graph_rerank(
     ppr         score x (1 + ppr x PageRank from the top results, normalised to [0, 1])
     file_boost  score x (1 + file_boost x log1p(edges from the top results into the file))
     """
-    ranker: GraphRanker | None = getattr(index, "_graph_ranker", None)
+    ranker: GraphRanker | bool | None = getattr(index, "_graph_ranker", None)
     if ranker is None:
-        ranker = GraphRanker(index, index.graph)
+        try:
+            ranker = GraphRanker(index)
+        except IndexerError:  # a snapshot without a graph ranks as before, never fails
+            ranker = False
         index._graph_ranker = ranker
+    if not isinstance(ranker, GraphRanker):
+        return rows, scores, similarity
     n_seeds = max(1, int(cfg.get("seeds", 5)))
     rows = rows.copy()
     scores = scores.astype(np.float64).copy()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -281,7 +282,7 @@ def test_related_cli_json(poly_repo: Path) -> None:
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1
 
 
-def test_graph_signals_in_ranking_are_switchable(poly_repo: Path) -> None:
+def test_graph_signals_in_ranking_are_switchable(poly_repo: Path, tmp_path: Path) -> None:
     from indexer.fusion import FusionConfig
 
     plain = Index.open(poly_repo)
@@ -294,8 +295,31 @@ def test_graph_signals_in_ranking_are_switchable(poly_repo: Path) -> None:
             index.chunk_at(i, with_text=False).id for i in range(len(index))
         }
         assert len(ids) == len(set(ids))
-    assert off  # the default (graph off) never loads the graph
-    assert "graph" not in plain.__dict__
+    assert off
+    # The default PageRank prior reads the build's arrays: graph.json is never parsed.
+    assert plain.fusion["graph"]["ppr"] > 0 and "graph" not in plain.__dict__
+    rows = np.load(plain.snapshot / "graph_rows.npy", allow_pickle=False)
+    assert len(rows) == len(plain)
+    graph = plain.graph
+    for row, node in enumerate(rows.tolist()):
+        chunk = plain.chunk_at(row, with_text=False)
+        expected = graph.chunk_node.get(chunk.id, chunk.id)
+        if graph.columns["kind"][node] == "file":
+            assert graph.ids[node] == f"file:{chunk.path}"
+        else:
+            assert graph.ids[node] == expected
+    # A snapshot without graph files (built before the graph existed) still searches.
+    old_snapshot = tmp_path / "old-snapshot"
+    shutil.copytree(plain.snapshot, old_snapshot)
+    manifest = json.loads((old_snapshot / "manifest.json").read_text())
+    for name in [n for n in manifest["files"] if n.startswith("graph")]:
+        (old_snapshot / name).unlink()
+        del manifest["files"][name]
+    (old_snapshot / "manifest.json").write_text(json.dumps(manifest))
+    old = Index(old_snapshot)
+    assert [r.id for r in old.search("apply discount to the cart total", log=False)]
+    with pytest.raises(IndexerError, match="no code graph"):
+        old.related("clamp")
     with pytest.raises(IndexerError, match=r"graph\.ppr"):
         FusionConfig.from_dict({"graph": {"ppr": -1}})
 
