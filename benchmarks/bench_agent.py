@@ -53,15 +53,16 @@ from indexer.fusion import FusionConfig  # noqa: E402
 from indexer.graph import CodeGraph, graph_for_index  # noqa: E402
 
 BUDGETS = (500, 1500)
+GRAPH_OFF = {"expand": 0.0, "ppr": 0.0, "file_boost": 0.0, "seeds": 5}
 GRAPH_VARIANTS: dict[str, dict[str, float]] = {
-    "graph off (default)": {},
+    "graph off": {},
     "expand 0.2": {"expand": 0.2},
     "expand 0.5": {"expand": 0.5},
     "ppr 0.3": {"ppr": 0.3},
-    "ppr 0.5": {"ppr": 0.5},
+    "ppr 0.5 (default)": {"ppr": 0.5},
     "ppr 1.0": {"ppr": 1.0},
     "ppr 0.5, 10 seeds": {"ppr": 0.5, "seeds": 10},
-    "ppr 0.3 + file_boost 0.3": {"ppr": 0.3, "file_boost": 0.3},
+    "ppr 0.5 + file_boost 0.3": {"ppr": 0.5, "file_boost": 0.3},
     "file_boost 0.3": {"file_boost": 0.3},
     "file_boost 1.0": {"file_boost": 1.0},
 }
@@ -160,6 +161,34 @@ def related_latency(index: Index, samples: int = 200) -> dict[str, float]:
     return out
 
 
+def cold_search(index: Index, off: FusionConfig, default: FusionConfig) -> dict[str, float]:
+    """`indexer search` as a fresh process (default settings, PageRank prior on), and the
+    first search of a freshly opened index in-process with the graph prior on and off."""
+    import subprocess
+
+    query = "matrix determinant of a symbolic matrix"
+    index_dir = str(index.snapshot.parent.parent)
+    times = []
+    for _ in range(5):
+        start = time.perf_counter()
+        subprocess.run(
+            [sys.executable, "-m", "indexer", "search", query, "--json", "--index-dir", index_dir],
+            check=True,
+            capture_output=True,
+            env={**os.environ, "INDEXER_SAVINGS": "0"},
+        )
+        times.append((time.perf_counter() - start) * 1000)
+    out = {"cli_cold_median_ms": round(statistics.median(times), 1)}
+    for label, cfg in (("graph_off", off), ("ppr_default", default)):
+        firsts = []
+        for _ in range(3):
+            start = time.perf_counter()
+            Index(index.snapshot, fusion=cfg).search(query, k=10, log=False)
+            firsts.append((time.perf_counter() - start) * 1000)
+        out[f"first_search_{label}_ms"] = round(statistics.median(firsts), 1)
+    return out
+
+
 def summarize_tokens(rows: list[dict[str, Any]]) -> dict[str, float]:
     def mean(key: str) -> float:
         return round(statistics.fmean(r[key] for r in rows), 4)
@@ -188,12 +217,12 @@ def run_dataset(
         by_tree.setdefault(case.tree, []).append(case)
     ranking: dict[str, list[dict[str, Any]]] = {v: [] for v in GRAPH_VARIANTS}
     tokens: list[dict[str, Any]] = []
-    extra: dict[str, Any] = {"graph_build_s": {}, "related": {}}
+    extra: dict[str, Any] = {"graph_build_s": {}, "related": {}, "cold_search": {}}
     base = FusionConfig.load()
     configs = {}
     for name, change in GRAPH_VARIANTS.items():
         values = copy.deepcopy(base.values)
-        values["graph"].update(change)
+        values["graph"].update({**GRAPH_OFF, **change})  # each variant alone against "off"
         configs[name] = FusionConfig.from_dict(values)
     for tree, tree_cases in by_tree.items():
         index, _ = prepare_index(tree, cache, log=log)
@@ -201,6 +230,11 @@ def run_dataset(
             _ = index.lexical, index.dense
         except (OSError, ValueError, IndexerError):
             index, _ = prepare_index(tree, cache, rebuild=True, log=log)
+        if tree.name == "sympy-1.5" and not (index.snapshot / "graph_rows.npy").exists():
+            # Cold-start timing needs a snapshot with the build-time ranking arrays.
+            start = time.perf_counter()
+            index, _ = prepare_index(tree, cache, rebuild=True, log=log)
+            extra["sympy_build_s"] = round(time.perf_counter() - start, 1)
         built = attach_graph(index, cache, jobs)
         if built is not None:
             extra["graph_build_s"][tree.name] = round(built, 2)
@@ -211,10 +245,11 @@ def run_dataset(
                 index.fusion = cfg
                 m = file_metrics(rank_files(index, case.query), case.gold_files)
                 ranking[name].append({"group": case.group, "tree": tree.name, **m})
-            index.fusion = configs["graph off (default)"]
+            index.fusion = base  # the shipped defaults
             tokens.append({"tree": tree.name, **token_row(index, case, file_tokens)})
         if tree.name == "sympy-1.5":
             extra["related"] = related_latency(index)
+            extra["cold_search"] = cold_search(index, configs["graph off"], base)
     extra["tokens_rows"] = tokens
     return ranking, extra
 
@@ -298,6 +333,10 @@ def main() -> int:
             report += ["sympy 1.5 only:", "", *ranking_table(ranking, "sympy-1.5"), ""]
         if extra["related"]:
             report += [f"`related` on sympy 1.5: {json.dumps(extra['related'])}", ""]
+        if extra.get("cold_search"):
+            report += [f"search on sympy 1.5: {json.dumps(extra['cold_search'])}", ""]
+        if extra.get("sympy_build_s"):
+            report += [f"sympy 1.5 build (with graph) s: {extra['sympy_build_s']}", ""]
         if extra["graph_build_s"]:
             report += [f"graph build seconds: {json.dumps(extra['graph_build_s'])}", ""]
     print("\n".join(report))

@@ -1289,8 +1289,6 @@ class GraphRanker:
     computed from the graph for older snapshots); the graph itself only for expand/file_boost."""
 
     def __init__(self, index: Any) -> None:
-        from scipy import sparse
-
         self.index = index
         n_rows = len(index)
         snapshot: Path = index.snapshot
@@ -1304,12 +1302,12 @@ class GraphRanker:
         if len(row_node) != n_rows:
             raise CorruptIndexError("the code graph does not match the chunks; run `indexer build`")
         self.row_node = row_node.astype(np.int64)
-        n = len(indptr) - 1
-        adj = sparse.csr_matrix(
-            (np.ones(len(indices), dtype=np.float64), indices, indptr), shape=(n, n)
-        )
-        degree = np.asarray(adj.sum(axis=0)).ravel()
-        self.transition = adj @ sparse.diags(1.0 / np.maximum(degree, 1.0))
+        # Plain numpy (scipy.sparse alone costs ~50-90 ms of import on a cold search).
+        self.n_nodes = len(indptr) - 1
+        degree = np.diff(indptr)
+        self.inv_degree = 1.0 / np.maximum(degree, 1).astype(np.float64)
+        self.neighbours = indices.astype(np.int64)
+        self.owner = np.repeat(np.arange(self.n_nodes), degree)
 
     @cached_property
     def graph(self) -> CodeGraph:
@@ -1333,9 +1331,9 @@ class GraphRanker:
             dtype=np.int64,
         )
 
-    def ppr(self, seeds: dict[int, float], alpha: float = 0.5, iterations: int = 20) -> np.ndarray:
+    def ppr(self, seeds: dict[int, float], alpha: float = 0.5, iterations: int = 12) -> np.ndarray:
         """Personalised PageRank (restart probability 1 - alpha) from weighted seed nodes."""
-        s = np.zeros(self.transition.shape[0], dtype=np.float64)
+        s = np.zeros(self.n_nodes, dtype=np.float64)
         for node, w in seeds.items():
             s[node] += w
         total = s.sum()
@@ -1344,7 +1342,13 @@ class GraphRanker:
         s /= total
         p = s.copy()
         for _ in range(iterations):
-            p = (1 - alpha) * s + alpha * (self.transition @ p)
+            # (A D^-1 p)[i] = sum over neighbours j of p[j] / degree[j]; A is symmetric.
+            spread = np.bincount(
+                self.owner,
+                weights=(p * self.inv_degree)[self.neighbours],
+                minlength=self.n_nodes,
+            )
+            p = (1 - alpha) * s + alpha * spread
         return p
 
 
