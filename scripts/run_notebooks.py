@@ -102,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
     unknown = set(args.names) - set(NOTEBOOKS)
     if unknown:
         parser.error(f"unknown notebook(s) {sorted(unknown)}; choose from {NOTEBOOKS}")
-    out = args.out
+    out = args.out.resolve() if args.out else None  # the kernel runs in notebooks/
     if args.smoke and out is None:
         out = Path(tempfile.mkdtemp(prefix="indexer-notebooks-"))
     extra = dict(p.split("=", 1) for p in args.param)
