@@ -50,7 +50,12 @@ from indexer.evaluate import (  # noqa: E402
     unique_in_order,
 )
 from indexer.fusion import FusionConfig  # noqa: E402
-from indexer.graph import CodeGraph, graph_for_index  # noqa: E402
+from indexer.graph import (  # noqa: E402
+    RESOLVER_VERSION,
+    CodeGraph,
+    GraphRanker,
+    graph_for_index,
+)
 
 BUDGETS = (500, 1500)
 GRAPH_OFF = {"expand": 0.0, "ppr": 0.0, "file_boost": 0.0, "seeds": 5}
@@ -69,16 +74,14 @@ GRAPH_VARIANTS: dict[str, dict[str, float]] = {
 
 
 def attach_graph(index: Index, cache: Path, jobs: int) -> float | None:
-    """Make index.graph available; returns seconds spent building it (None if loaded)."""
-    try:
-        _ = index.graph
-        return None
-    except IndexerError:
-        pass
+    """index.graph from the current resolver (cached beside the index, keyed by snapshot and
+    RESOLVER_VERSION), with its ranking arrays; returns build seconds (None if cached)."""
     key = index.snapshot.parent.parent.parent  # <cache>/<tree key>/index/snapshots/<name>
-    folder = key / "graph" / index.snapshot.name
+    folder = key / "graph" / f"{index.snapshot.name}-r{RESOLVER_VERSION}"
+    index.__dict__.pop("_graph_ranker", None)
     if (folder / "graph.json").exists():
         index.__dict__["graph"] = CodeGraph.load(folder)
+        index._graph_ranker = GraphRanker(index, from_graph=True)  # type: ignore[attr-defined]
         return None
     start = time.perf_counter()
     graph = graph_for_index(index, jobs=jobs)
@@ -86,6 +89,7 @@ def attach_graph(index: Index, cache: Path, jobs: int) -> float | None:
     folder.mkdir(parents=True, exist_ok=True)
     graph.save(folder)
     index.__dict__["graph"] = CodeGraph.load(folder)
+    index._graph_ranker = GraphRanker(index, from_graph=True)  # type: ignore[attr-defined]
     return seconds
 
 

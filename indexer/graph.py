@@ -38,6 +38,7 @@ GRAPH_FILE = "graph.json"  # node ids and columns
 GRAPH_EDGES = "graph_edges.npy"  # int32 (src, dst, type, how)
 GRAPH_FILES = "graph_files.json"  # per-file contributions (replaced by incremental updates)
 GRAPH_VERSION = 1
+RESOLVER_VERSION = 2  # bump when resolution changes (benchmarks recompute cached graphs)
 EDGE_TYPES = ("DEFINES", "IMPORTS", "CALLS", "INHERITS")
 RESOLVED_LANGUAGES = frozenset({"python", "javascript", "typescript", "tsx", "go", "java"})
 _SELF_NAMES = frozenset({"self", "this", "cls", "@"})
@@ -752,7 +753,7 @@ class _Resolver:
                 return node, how
             return self.unique(name)
         if recv == "?":
-            return self.unique(name, methods_only=True)
+            return self.unique(name, methods_only=True, distinctive=True)
         binding = self.bindings[path].get(recv)
         if binding:
             kind, value = binding
@@ -777,10 +778,16 @@ class _Resolver:
                     return node, "local"
         elif head in self.bindings[path] and self.bindings[path][head][0] == "external":
             return None, ""
-        return self.unique(name, methods_only=True)
+        return self.unique(name, methods_only=True, distinctive=True)
 
-    def unique(self, name: str, methods_only: bool = False) -> tuple[str | None, str]:
-        """Resolve by name when exactly one definition in the repository has it."""
+    def unique(
+        self, name: str, methods_only: bool = False, distinctive: bool = False
+    ) -> tuple[str | None, str]:
+        """Resolve by name when exactly one definition in the repository has it. On an object
+        of unknown type (`distinctive`), only names no builtin type or common library uses:
+        `d.get()` is far more often dict.get than the repository's only `get` method."""
+        if distinctive and not _distinctive(name):
+            return None, ""
         nodes = self.by_name.get(name, [])
         if methods_only:
             nodes = [n for n in nodes if self.kind[n] != "class"]
@@ -801,6 +808,114 @@ class _Resolver:
             return node
         node, _ = self.unique(base)
         return node if node and self.kind.get(node) == "class" else None
+
+
+_COMMON_METHODS = frozenset(
+    [
+        "get",
+        "set",
+        "items",
+        "keys",
+        "values",
+        "append",
+        "extend",
+        "insert",
+        "pop",
+        "remove",
+        "clear",
+        "update",
+        "add",
+        "discard",
+        "copy",
+        "index",
+        "count",
+        "sort",
+        "reverse",
+        "join",
+        "split",
+        "rsplit",
+        "strip",
+        "lstrip",
+        "rstrip",
+        "replace",
+        "format",
+        "lower",
+        "upper",
+        "startswith",
+        "endswith",
+        "encode",
+        "decode",
+        "find",
+        "search",
+        "match",
+        "sub",
+        "group",
+        "groups",
+        "read",
+        "write",
+        "close",
+        "open",
+        "flush",
+        "seek",
+        "readline",
+        "readlines",
+        "send",
+        "recv",
+        "run",
+        "start",
+        "stop",
+        "put",
+        "wait",
+        "next",
+        "iter",
+        "apply",
+        "map",
+        "filter",
+        "reduce",
+        "load",
+        "loads",
+        "dump",
+        "dumps",
+        "exists",
+        "mkdir",
+        "resolve",
+        "parse",
+        "render",
+        "emit",
+        "call",
+        "then",
+        "catch",
+        "push",
+        "shift",
+        "slice",
+        "splice",
+        "toString",
+        "valueOf",
+        "forEach",
+        "reduce",
+        "length",
+        "size",
+        "equals",
+        "hashCode",
+        "compareTo",
+        "Println",
+        "Printf",
+        "Sprintf",
+        "Errorf",
+        "String",
+        "Error",
+        "Close",
+        "Read",
+        "Write",
+        "Len",
+    ]
+)
+
+
+def _distinctive(name: str) -> bool:
+    if name in _COMMON_METHODS or name.startswith("__"):
+        return False
+    return len(name) >= 8 or "_" in name.strip("_") or any(c.isupper() for c in name[1:])
 
 
 def resolve(files: dict[str, FileGraph]) -> Resolved:
@@ -1288,11 +1403,14 @@ class GraphRanker:
     """Row -> node map and the transition matrix for PageRank (from the build's arrays, or
     computed from the graph for older snapshots); the graph itself only for expand/file_boost."""
 
-    def __init__(self, index: Any) -> None:
+    def __init__(self, index: Any, from_graph: bool = False) -> None:
+        """`from_graph`: compute the arrays from `index.graph` even if the snapshot has them
+        (benchmarks attach graphs from a newer resolver)."""
         self.index = index
         n_rows = len(index)
         snapshot: Path = index.snapshot
-        if all((snapshot / f).is_file() for f in (GRAPH_ROWS, *GRAPH_ADJ)):
+        stored = all((snapshot / f).is_file() for f in (GRAPH_ROWS, *GRAPH_ADJ))
+        if stored and not from_graph:
             row_node = np.load(snapshot / GRAPH_ROWS, allow_pickle=False)
             indptr = np.load(snapshot / GRAPH_ADJ[0], allow_pickle=False)
             indices = np.load(snapshot / GRAPH_ADJ[1], allow_pickle=False)
