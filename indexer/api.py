@@ -101,11 +101,20 @@ class Query:
 _IDENT_SHAPE = re.compile(r"[a-z][A-Z]|_|\.|::|\(\)|^[A-Z][a-z]+[A-Z]")
 
 
+_CODE_SPAN = re.compile(r"```.*?```|`[^`\n]+`", re.DOTALL)
+
+
 def parse_query(text: str) -> Query:
     words = text.split()
-    idents = identifiers(text)
     shaped = [w for w in words if _IDENT_SHAPE.search(w)]
     symbol_like = (len(words) <= 3 and bool(shaped)) or len(words) == 1
+    if symbol_like:
+        idents = identifiers(text)
+    else:
+        # In prose, a plain word ("rank", "result") naming a symbol is weak evidence: only
+        # identifier-shaped words and code spans name symbols.
+        code = " ".join(shaped) + " " + " ".join(_CODE_SPAN.findall(text))
+        idents = identifiers(code)
     lowered = {w.lower() for w in idents}
     return Query(
         text=text,
