@@ -360,6 +360,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    except Exception as exc:  # a bug: one line for users, the traceback with INDEXER_DEBUG=1
+        if os.environ.get("INDEXER_DEBUG"):
+            raise
+        print(
+            f"indexer: internal error: {type(exc).__name__}: {exc} "
+            "(set INDEXER_DEBUG=1 for details)",
+            file=sys.stderr,
+        )
+        return 1
 
 
 if __name__ == "__main__":

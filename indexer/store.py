@@ -26,7 +26,30 @@ from typing import Any
 from . import __version__
 from .errors import CorruptIndexError, NoIndexError
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+# Files every snapshot of this format holds (the code graph's are optional extras).
+REQUIRED_FILES = frozenset(
+    {
+        "chunks.jsonl",
+        "chunk_offsets.npy",
+        "texts.bin",
+        "text_offsets.npy",
+        "chunk_fids.npy",
+        "chunk_file.npy",
+        "chunk_flags.npy",
+        "columns.json",
+        "files.json",
+        "skipped.json",
+        "bm25_indptr.npy",
+        "bm25_docs.npy",
+        "bm25_scores.npy",
+        "bm25_idf.npy",
+        "bm25_tfs.npy",
+        "bm25_doclen.npy",
+        "bm25_vocab.json",
+        "dense.faiss",
+    }
+)
 MANIFEST = "manifest.json"
 KEEP_SNAPSHOTS = 2
 
@@ -154,8 +177,8 @@ def read_manifest(snapshot: Path, verify: bool = False) -> dict[str, Any]:
             f"{FORMAT_VERSION}; {rebuild}"
         )
     files = manifest.get("files")
-    if not isinstance(files, dict):
-        raise CorruptIndexError(f"index manifest in {snapshot} lists no files; {rebuild}")
+    if not isinstance(files, dict) or not set(files) >= REQUIRED_FILES:
+        raise CorruptIndexError(f"index manifest in {snapshot} lacks required files; {rebuild}")
     for name, info in files.items():
         path = snapshot / name
         if "/" in name or not path.is_file() or path.stat().st_size != info.get("bytes"):

@@ -5,6 +5,8 @@ from pathlib import Path
 
 import pygit2
 
+from indexer.store import FORMAT_VERSION
+
 from .conftest import run_cli
 
 
@@ -66,7 +68,7 @@ def test_corrupt_and_foreign_indexes_say_how_to_rebuild(sample_repo: Path) -> No
     (snapshot / "manifest.json").write_text(json.dumps(manifest))
     assert_clean_error(run_cli("search", "x", "--repo", str(sample_repo)), "indexer build")
 
-    manifest["format_version"] = 1
+    manifest["format_version"] = FORMAT_VERSION
     (snapshot / "manifest.json").write_text(json.dumps(manifest))
     with (snapshot / "texts.bin").open("ab") as fh:
         fh.write(b"garbage")
@@ -77,3 +79,14 @@ def test_corrupt_and_foreign_indexes_say_how_to_rebuild(sample_repo: Path) -> No
     # Rebuilding recovers.
     assert run_cli("build", "--repo", str(sample_repo)).returncode == 0
     assert run_cli("search", "format_money", "--repo", str(sample_repo)).returncode == 0
+
+
+def test_an_index_missing_required_files_says_how_to_rebuild(sample_repo: Path) -> None:
+    assert run_cli("build", "--repo", str(sample_repo)).returncode == 0
+    current, _ = _snapshot_state(sample_repo)
+    snapshot = sample_repo / ".git" / "indexer" / "snapshots" / current.strip()
+    manifest = json.loads((snapshot / "manifest.json").read_text())
+    del manifest["files"]["bm25_tfs.npy"]
+    (snapshot / "bm25_tfs.npy").unlink()
+    (snapshot / "manifest.json").write_text(json.dumps(manifest))
+    assert_clean_error(run_cli("search", "x", "--repo", str(sample_repo)), "indexer build")
