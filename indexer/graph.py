@@ -1368,8 +1368,6 @@ def rank_arrays(graph: CodeGraph, chunks: Sequence[Chunk]) -> tuple[np.ndarray, 
     """What ranking needs, precomputed at build time so a search never parses graph.json:
     the node of every chunk row and the symmetric adjacency (CSR) between repository nodes
     (name:/module: hubs would link everything that calls `len`)."""
-    from scipy import sparse
-
     kinds = graph.columns["kind"]
     rows = np.full(len(chunks), -1, dtype=np.int32)
     for i, c in enumerate(chunks):
@@ -1378,6 +1376,42 @@ def rank_arrays(graph: CodeGraph, chunks: Sequence[Chunk]) -> tuple[np.ndarray, 
         if j is None or kinds[j] not in _SYMBOL_KINDS:
             j = graph.index.get(f"file:{c.path}", -1)
         rows[i] = j
+    return (rows, *_adjacency(graph))
+
+
+def rows_from_snapshot(graph: CodeGraph, directory: Path) -> np.ndarray | None:
+    """The node of every row from the snapshot's own chunk_fids.npy, chunk_file.npy and
+    files.json (an update hands write_graph only its fresh chunks); None if not written."""
+    from .dense import faiss_id
+
+    try:
+        fids = np.load(directory / "chunk_fids.npy", allow_pickle=False)
+        chunk_file = np.load(directory / "chunk_file.npy", allow_pickle=False)
+        files = json.loads((directory / "files.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    kinds = graph.columns["kind"]
+    pairs = [(nid, i) for i, nid in enumerate(graph.ids) if kinds[i] in _SYMBOL_KINDS]
+    pairs += [(cid, graph.index[nid]) for cid, nid in graph.chunk_node.items()]
+    keys = np.asarray([faiss_id(c) for c, _ in pairs], dtype=np.int64)
+    values = np.asarray([i for _, i in pairs], dtype=np.int64)
+    order = np.argsort(keys)
+    keys, values = keys[order], values[order]
+    file_nodes = np.asarray(
+        [graph.index.get(f"file:{f['path']}", -1) for f in files], dtype=np.int64
+    )
+    rows = file_nodes[chunk_file] if len(chunk_file) else np.zeros(0, dtype=np.int64)
+    if len(keys) and len(fids):
+        pos = np.clip(np.searchsorted(keys, fids), 0, len(keys) - 1)
+        hit = keys[pos] == fids
+        rows = np.where(hit, values[pos], rows)
+    return rows.astype(np.int32)
+
+
+def _adjacency(graph: CodeGraph) -> tuple[np.ndarray, np.ndarray]:
+    from scipy import sparse
+
+    kinds = graph.columns["kind"]
     n = len(graph.ids)
     e = graph.edges
     real = np.asarray([k in _SYMBOL_KINDS or k == "file" for k in kinds], dtype=bool)
@@ -1389,11 +1423,16 @@ def rank_arrays(graph: CodeGraph, chunks: Sequence[Chunk]) -> tuple[np.ndarray, 
         shape=(n, n),
     ).tocsr()
     adj.sum_duplicates()
-    return rows, adj.indptr.astype(np.int64), adj.indices.astype(np.int32)
+    return adj.indptr.astype(np.int64), adj.indices.astype(np.int32)
 
 
 def save_rank_arrays(directory: Path, graph: CodeGraph, chunks: Sequence[Chunk]) -> None:
-    rows, indptr, indices = rank_arrays(graph, chunks)
+    """Rows from the snapshot being written when its chunk store is there (builds), else
+    from `chunks` in row order (a standalone graph)."""
+    rows = rows_from_snapshot(graph, directory)
+    if rows is None:
+        rows = rank_arrays(graph, chunks)[0]
+    indptr, indices = _adjacency(graph)
     np.save(directory / GRAPH_ROWS, rows)
     np.save(directory / GRAPH_ADJ[0], indptr)
     np.save(directory / GRAPH_ADJ[1], indices)

@@ -366,12 +366,18 @@ def test_incremental_update_replaces_only_the_changed_files_graph(poly_repo: Pat
     commit_all(poly_repo, "tax rounds")
     report = update_index(poly_repo, progress=False)
     assert report.mode == "incremental"
-    updated = Index.open(poly_repo).graph
+    updated_index = Index.open(poly_repo)
+    updated, updated_snapshot = updated_index.graph, updated_index.snapshot
     vat = updated.find("shop/tax.py::vat")[0]
     assert [updated.node(d)["qualname"] for d, t, _ in updated.out_edges(vat) if t == "CALLS"] == [
         "round_cents"
     ]
     # Same graph as a full build of the same commit.
     build_index(poly_repo, progress=False)
-    full = Index.open(poly_repo).graph
+    full_index = Index.open(poly_repo)
+    full = full_index.graph
     assert full.ids == updated.ids and np.array_equal(full.edges, updated.edges)
+    # The ranking arrays too (an update hands write_graph only the fresh files' chunks).
+    updated_rows = np.load(updated_snapshot / "graph_rows.npy", allow_pickle=False)
+    full_rows = np.load(full_index.snapshot / "graph_rows.npy", allow_pickle=False)
+    assert len(full_rows) == len(full_index) and np.array_equal(updated_rows, full_rows)
