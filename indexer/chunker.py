@@ -183,9 +183,7 @@ class _FileChunker:
                 while end >= start and not self.lines[end].strip():
                     end -= 1
                 if start <= end:
-                    self.windows(
-                        "module", self.stem, "<module>", start, end, MODULE_BLOCK_LINES
-                    )
+                    self.windows("module", self.stem, "<module>", start, end, MODULE_BLOCK_LINES)
                 block_start = None
 
     def collect(self, spec: LanguageSpec, node: Any, scope: list[str]) -> list[_Def]:
@@ -415,9 +413,7 @@ def chunk_records(stem: str, language: str, data: bytes) -> list[dict[str, Any]]
     return chunker.records
 
 
-def materialize(
-    records: list[dict[str, Any]], path: str, language: str, blob: str
-) -> list[Chunk]:
+def materialize(records: list[dict[str, Any]], path: str, language: str, blob: str) -> list[Chunk]:
     """Chunks at `path`: ids are derived from the path, kind, qualified name and ordinal."""
     seen: dict[tuple[str, str], int] = {}
     chunks = []
@@ -426,8 +422,13 @@ def materialize(
         ordinal = seen.get(key, 0)
         seen[key] = ordinal + 1
         chunks.append(
-            Chunk(id=chunk_id(path, r["kind"], r["qualname"], ordinal), path=path,
-                  language=language, blob=blob, **r)
+            Chunk(
+                id=chunk_id(path, r["kind"], r["qualname"], ordinal),
+                path=path,
+                language=language,
+                blob=blob,
+                **r,
+            )
         )
     return chunks
 

@@ -59,8 +59,16 @@ class LexicalIndex:
         scores = (idf[term_ids] * tfs * (K1 + 1) / (tfs + norm)).astype(np.float32)
         indptr = np.zeros(len(vocab) + 1, dtype=np.int64)
         np.cumsum(df.astype(np.int64), out=indptr[1:])
-        return cls({t: i for i, t in enumerate(vocab)}, indptr, docs.astype(np.int32), scores,
-                   idf, n_docs, tfs.astype(np.float32), doc_lengths.astype(np.float32))
+        return cls(
+            {t: i for i, t in enumerate(vocab)},
+            indptr,
+            docs.astype(np.int32),
+            scores,
+            idf,
+            n_docs,
+            tfs.astype(np.float32),
+            doc_lengths.astype(np.float32),
+        )
 
     @property
     def terms(self) -> list[str]:
@@ -127,8 +135,6 @@ class LexicalIndex:
             np.load(directory / "bm25_tfs.npy", allow_pickle=False, mmap_mode="r"),
             np.load(directory / "bm25_doclen.npy", allow_pickle=False, mmap_mode="r"),
         )
-
-
 
 
 def postings_of(
