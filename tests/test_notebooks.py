@@ -92,3 +92,24 @@ def test_notebooks_run_in_smoke_mode_and_write_loadable_artifacts(tmp_path: Path
     assert shipped == {
         p.name: p.read_bytes() for p in (ROOT / "artifacts").rglob("*") if p.is_file()
     }
+
+
+@pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="torch not installed")
+def test_tokenlearn_fit_moves_the_table_toward_the_teacher() -> None:
+    import numpy as np
+    from scipy import sparse
+
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import distill_static_vectors as dsv
+
+    rng = np.random.default_rng(0)
+    truth = rng.normal(size=(60, 8)).astype(np.float32)
+    init = truth + rng.normal(scale=1.5, size=truth.shape).astype(np.float32)
+    bags = sparse.random(400, 60, density=0.1, random_state=0, format="csr", dtype=np.float32)
+    targets = np.asarray(bags @ truth)
+    targets /= np.maximum(np.linalg.norm(targets, axis=1, keepdims=True), 1e-9)
+    fitted, history = dsv.tokenlearn_fit(init, bags, targets, epochs=30, lr=0.05, reg=0.0)
+    assert fitted.shape == init.shape
+    assert history[-1]["val_loss"] < 0.5 * history[0]["val_loss"]
+    q, scales = dsv.quantise(fitted)
+    assert q.dtype == np.int8 and np.allclose(q * scales[:, None], fitted, atol=scales.max())
