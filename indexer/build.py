@@ -56,6 +56,7 @@ class BuildReport:
     reused_files: int = 0  # kept from the base snapshot
     cached_files: int = 0  # taken from the blob cache
     chunked_files: int = 0  # parsed now
+    searchable_seconds: float = 0.0  # until the new snapshot answered searches (graph follows)
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -242,7 +243,7 @@ def build_index(
     base = open_base(target) if incremental else None
     if base is not None and base.manifest["vectors"].get("card") != table.card:
         base = None  # another vector table: every vector changes
-    if base is not None and base.manifest["commit"] == str(commit.id):
+    if base is not None and base.manifest["commit"] == str(commit.id) and _has_graph(base.path):
         return _report(base.path, base.manifest, started, "unchanged", len(base.files))
 
     listing = list_tree(repository, commit)
@@ -301,16 +302,38 @@ def build_index(
                 "dir": str(table_dir),
             },
         )
-        _write_graph(writer.path, repository.path, indexed, base, fresh)
+        # An update publishes the searchable snapshot first and adds the code graph (whose
+        # global name resolution is the slowest step) in a second snapshot right after.
+        defer_graph = base is not None and _has_graph(base.path)
+        if not defer_graph:
+            _write_graph(writer.path, repository.path, indexed, base, fresh)
         snapshot = writer.publish(manifest)
     except BaseException:
         writer.abort()
         raise
+    searchable_after = time.perf_counter() - started
+    if defer_graph:
+        published = read_manifest(snapshot)
+        graph_writer = SnapshotWriter(target)
+        try:
+            graph_writer.link_from(snapshot, published["files"])
+            _write_graph(graph_writer.path, repository.path, indexed, base, fresh)
+            snapshot = graph_writer.publish(manifest, known=published["files"])
+        except BaseException:
+            graph_writer.abort()
+            raise
     cache_store.trim()
     mode = "incremental" if base is not None else "full"
     report = _report(snapshot, read_manifest(snapshot), started, mode, len(kept))
     report.cached_files, report.chunked_files = cached_count, len(to_chunk)
+    report.searchable_seconds = round(searchable_after, 3)
     return report
+
+
+def _has_graph(snapshot: Path) -> bool:
+    from .graph import GRAPH_FILES
+
+    return (snapshot / GRAPH_FILES).is_file()
 
 
 def update_index(

@@ -51,7 +51,7 @@ REQUIRED_FILES = frozenset(
     }
 )
 MANIFEST = "manifest.json"
-KEEP_SNAPSHOTS = 2
+KEEP_SNAPSHOTS = 3  # an update publishes twice (see build.py); older readers keep theirs
 
 
 def default_index_dir(git_dir: str | os.PathLike[str]) -> Path:
@@ -108,9 +108,26 @@ class SnapshotWriter:
     def abort(self) -> None:
         shutil.rmtree(self.path, ignore_errors=True)
 
-    def publish(self, manifest: dict[str, Any]) -> Path:
+    def link_from(self, snapshot: Path, files: dict[str, dict[str, Any]]) -> None:
+        """Hard-link (or copy) another snapshot's files: snapshots are immutable, so sharing
+        their inodes is safe and costs no disk."""
+        for name in files:
+            try:
+                os.link(snapshot / name, self.path / name)
+            except OSError:
+                shutil.copy2(snapshot / name, self.path / name)
+
+    def publish(
+        self, manifest: dict[str, Any], known: dict[str, dict[str, Any]] | None = None
+    ) -> Path:
+        """Checksum, fsync and atomically make current. `known` holds checksums of files linked
+        from a published snapshot (already synced and verified)."""
         files: dict[str, dict[str, Any]] = {}
         for item in sorted(self.path.iterdir()):
+            info = (known or {}).get(item.name)
+            if info is not None and info.get("bytes") == item.stat().st_size:
+                files[item.name] = info
+                continue
             with item.open("rb") as fh:
                 os.fsync(fh.fileno())
             files[item.name] = {"bytes": item.stat().st_size, "sha256": sha256_file(item)}
