@@ -161,6 +161,7 @@ def main() -> int:
             "release": version,
             "mode": report.mode,
             "update_s": report.seconds,
+            "searchable_s": report.searchable_seconds,
             "full_build_s": full.seconds,
             "chunked_files": report.chunked_files,
             "reused_files": report.reused_files,
@@ -181,6 +182,8 @@ def main() -> int:
     full_s = float(results["full_build_s"])  # type: ignore[arg-type]
     results["switch"] = {
         "to_previous_s": to_prev.seconds,
+        "to_previous_searchable_s": to_prev.searchable_seconds,
+        "back_searchable_s": back.searchable_seconds,
         "to_previous_fraction": round(to_prev.seconds / full_s, 3),
         "to_previous_chunked": to_prev.chunked_files,
         "back_s": back.seconds,
@@ -198,7 +201,11 @@ def main() -> int:
         git(repo, "add", "-A")
         git(repo, "commit", "-q", "-m", f"change {count} files")
         report = update_index(repo, index_dir=index_dir, progress=False)
-        sync[str(count)] = {"update_s": report.seconds, "chunked_files": report.chunked_files}
+        sync[str(count)] = {
+            "update_s": report.seconds,
+            "searchable_s": report.searchable_seconds,
+            "chunked_files": report.chunked_files,
+        }
     results["sync_update"] = sync
     print(json.dumps(sync), file=sys.stderr)
 
