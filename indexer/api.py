@@ -335,10 +335,11 @@ class Index:
             dense_sims = sims[valid]
 
         lists: list[tuple[np.ndarray, float]] = []
+        single = len(retrievers) == 1  # a retriever alone (ablations) keeps its full weight
         if "bm25" in retrievers:
-            lists.append((top_bm25, float(weights["bm25"])))
+            lists.append((top_bm25, 1.0 if single else float(weights["bm25"])))
         if "dense" in retrievers:
-            lists.append((top_dense, float(weights["dense"])))
+            lists.append((top_dense, 1.0 if single else float(weights["dense"])))
         fused = rrf(lists, float(cfg["rrf_k"]))
         if not fused:
             return []

@@ -296,8 +296,10 @@ def test_graph_signals_in_ranking_are_switchable(poly_repo: Path, tmp_path: Path
         }
         assert len(ids) == len(set(ids))
     assert off
-    # The default PageRank prior reads the build's arrays: graph.json is never parsed.
-    assert plain.fusion["graph"]["ppr"] > 0 and "graph" not in plain.__dict__
+    # The PageRank prior reads the build's arrays: graph.json is never parsed.
+    prior = Index.open(poly_repo, fusion=FusionConfig.from_dict({"graph": {"ppr": 0.5}}))
+    assert prior.search("apply discount to the cart total", k=10, log=False)
+    assert "graph" not in prior.__dict__
     rows = np.load(plain.snapshot / "graph_rows.npy", allow_pickle=False)
     assert len(rows) == len(plain)
     graph = plain.graph
