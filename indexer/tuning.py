@@ -193,6 +193,7 @@ def coordinate_search(
     space: Mapping[str, Sequence[Any]],
     rounds: int = 2,
     log: Callable[[str], None] | None = None,
+    min_gain: float = 0.0,
 ) -> tuple[dict[str, Any], dict[str, list[dict[str, Any]]], list[dict[str, Any]]]:
     """Coordinate ascent over `space` (one setting at a time, the others held at their best).
 
@@ -230,7 +231,9 @@ def coordinate_search(
                         "tokens": tokens,
                     }
                 )
-                if score > best_score + 1e-9:
+                # A setting moves only for a gain above `min_gain`: smaller ones are noise on a
+                # few hundred queries, and the defaults encode judgement the dev sets cannot see.
+                if score > best_score + max(min_gain, 1e-9):
                     best_score, current, changed = score, trial, True
             if log:
                 log(f"round {round_no} {setting}: best {best_score:.4f} with {current}")

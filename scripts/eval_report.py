@@ -45,7 +45,9 @@ def main() -> int:
     runs: list[tuple[str, str, StaticVectors, FusionConfig, tuple[str, ...]]] = [
         ("before", "before", before_table, before_fusion, ("file-bm25", "bm25", "dense", "fused")),
         ("after", "before", after_table, before_fusion, ("dense", "fused")),
-        ("after", "after", after_table, after_fusion, ("bm25", "dense", "fused")),
+        # Dense-only is compared under one fusion setting: tuned weights may switch a retriever
+        # off for a query type (long.dense = 0), which empties a one-retriever ranking.
+        ("after", "after", after_table, after_fusion, ("bm25", "fused")),
     ]
     results: list[dict[str, Any]] = []
     for spec in args.dataset:
