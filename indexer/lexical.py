@@ -7,11 +7,13 @@ A query is one `bincount` over the postings of its terms.
 
 from __future__ import annotations
 
+import bisect
 import json
 import math
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
@@ -22,7 +24,7 @@ B = 0.75
 
 @dataclass
 class LexicalIndex:
-    vocab: dict[str, int]  # term -> id; ids follow the sorted order of the terms
+    terms: list[str]  # sorted; a term's id is its position
     indptr: np.ndarray  # int64, len(vocab)+1
     docs: np.ndarray  # int32 document ids of the postings (sorted by term, then document)
     scores: np.ndarray  # float32 BM25 contribution of the term in that document
@@ -60,7 +62,7 @@ class LexicalIndex:
         indptr = np.zeros(len(vocab) + 1, dtype=np.int64)
         np.cumsum(df.astype(np.int64), out=indptr[1:])
         return cls(
-            {t: i for i, t in enumerate(vocab)},
+            list(vocab),
             indptr,
             docs.astype(np.int32),
             scores,
@@ -70,18 +72,24 @@ class LexicalIndex:
             doc_lengths.astype(np.float32),
         )
 
-    @property
-    def terms(self) -> list[str]:
-        return sorted(self.vocab, key=self.vocab.__getitem__)
+    @cached_property
+    def vocab(self) -> dict[str, int]:
+        """term -> id, built on first use (a search looks its few terms up by bisection)."""
+        return {t: i for i, t in enumerate(self.terms)}
+
+    def term_id(self, term: str) -> int | None:
+        i = bisect.bisect_left(self.terms, term)
+        return i if i < len(self.terms) and self.terms[i] == term else None
 
     def term_ids(self) -> np.ndarray:
         """Term id of every posting (the inverse of indptr)."""
-        return np.repeat(np.arange(len(self.vocab), dtype=np.int64), np.diff(self.indptr))
+        return np.repeat(np.arange(len(self.terms), dtype=np.int64), np.diff(self.indptr))
 
     def query_weights(self, terms: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         """Known term ids and their weights (1 + log of the term's count in the query)."""
-        counts = Counter(t for t in terms if t in self.vocab)
-        ids = np.fromiter((self.vocab[t] for t in counts), dtype=np.int64, count=len(counts))
+        found = {t: self.term_id(t) for t in set(terms)}
+        counts = Counter(t for t in terms if found[t] is not None)
+        ids = np.fromiter((found[t] for t in counts), dtype=np.int64, count=len(counts))
         weights = np.fromiter(
             (1.0 + math.log(c) for c in counts.values()), dtype=np.float32, count=len(counts)
         )
@@ -124,7 +132,7 @@ class LexicalIndex:
     @classmethod
     def load(cls, directory: Path) -> LexicalIndex:
         meta = json.loads((directory / "bm25_vocab.json").read_text(encoding="utf-8"))
-        vocab = {t: i for i, t in enumerate(meta["terms"])}
+        vocab = meta["terms"]
         return cls(
             vocab,
             np.load(directory / "bm25_indptr.npy", allow_pickle=False),
