@@ -224,16 +224,23 @@ class Index:
         return int(self.manifest["counts"]["chunks"])
 
     # -- chunk access ----------------------------------------------------------------------------
+    @cached_property
+    def _stores(self) -> tuple[Any, Any]:
+        """chunks.jsonl and texts.bin, memory-mapped once (snapshots never change)."""
+        return _map_file(self.snapshot / "chunks.jsonl"), _map_file(self.snapshot / "texts.bin")
+
+    @cached_property
+    def blob_of(self) -> dict[str, str]:
+        """path -> blob id of every indexed file."""
+        return {f["path"]: f["blob"] for f in self.files}
+
     def chunk_at(self, row: int, with_text: bool = True) -> Chunk:
         meta_off, text_off = self._offsets
-        with (self.snapshot / "chunks.jsonl").open("rb") as fh:
-            fh.seek(int(meta_off[row]))
-            record = json.loads(fh.read(int(meta_off[row + 1] - meta_off[row])))
+        meta, texts = self._stores
+        record = json.loads(meta[int(meta_off[row]) : int(meta_off[row + 1])])
         text = ""
         if with_text:
-            with (self.snapshot / "texts.bin").open("rb") as fh:
-                fh.seek(int(text_off[row]))
-                text = fh.read(int(text_off[row + 1] - text_off[row])).decode("utf-8")
+            text = bytes(texts[int(text_off[row]) : int(text_off[row + 1])]).decode("utf-8")
         return Chunk(**record, text=text)
 
     def row_of(self, chunk_id: str) -> int:
@@ -516,6 +523,15 @@ class Index:
             "artifact_bytes": sum(f["bytes"] for f in m["files"].values()),
             "files": {name: info["bytes"] for name, info in m["files"].items()},
         }
+
+
+def _map_file(path: Path) -> Any:
+    import mmap
+
+    with path.open("rb") as fh:
+        if path.stat().st_size == 0:
+            return b""
+        return mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
 
 
 def _load_array(path: Path) -> np.ndarray:

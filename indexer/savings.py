@@ -64,7 +64,7 @@ def record(index: Any, results: Iterable[Any], sent: str, source: str) -> bool:
         if not enabled(directory):
             return False
         files: dict[str, str] = {}
-        blob_of = {f["path"]: f["blob"] for f in index.files}
+        blob_of = index.blob_of
         for r in results:
             path = r["path"] if isinstance(r, dict) else r.path
             if path in blob_of:
