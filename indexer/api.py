@@ -7,7 +7,7 @@ import math
 import os
 import re
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -76,7 +76,8 @@ class SearchResult:
     text: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
+        # Flat fields only: a shallow copy (dataclasses.asdict deep-copies every value).
+        data = dict(self.__dict__)
         if data["text"] is None:
             del data["text"]
         return data
@@ -428,28 +429,35 @@ class Index:
         file_counts: dict[int, int] = {}
         for f in files[top].tolist():
             file_counts[f] = file_counts.get(f, 0) + 1
+        # Per-file factors once per file, not once per candidate.
+        factor: dict[int, float] = {}
+        for f in set(files.tolist()):
+            mult = 1.0
+            if w["path"]:
+                mult *= 1.0 + w["path"] * self._path_match(f, q)
+            if w["coherence"]:
+                mult *= 1.0 + w["coherence"] * math.log1p(max(0, file_counts.get(f, 1) - 1))
+            factor[f] = mult
+        bad_rows = (flags & ~np.uint8(asked & 0xFF)) != 0
+        out *= np.fromiter((factor[f] for f in files.tolist()), dtype=np.float64, count=len(rows))
+        out[bad_rows] *= w["demote"]
+        if not w["definition"] or not (q.identifiers or q.symbol_like):
+            return out
         for i, row in enumerate(rows.tolist()):
             mult = 1.0
             symbol = symbols[row].lower()
-            if w["definition"] and kinds[row] == "module" and defines[row]:
+            if kinds[row] == "module" and defines[row]:
                 if any(name.lower() in q.identifiers for name in defines[row].split()):
                     mult *= 1.0 + w["definition"]
-            elif w["definition"] and kinds[row] in ("function", "method", "class") and symbol:
+            elif kinds[row] in ("function", "method", "class") and symbol:
                 if symbol in q.identifiers:
                     mult *= 1.0 + w["definition"]
                 elif len(symbol) > 3 and q.symbol_like:
                     parts = split_identifier(symbols[row])
                     if parts and all(p in q.terms for p in parts):
                         mult *= 1.0 + 0.5 * w["definition"]
-            f = int(files[i])
-            if w["path"]:
-                mult *= 1.0 + w["path"] * self._path_match(f, q)
-            if w["coherence"]:
-                mult *= 1.0 + w["coherence"] * math.log1p(max(0, file_counts.get(f, 1) - 1))
-            bad = int(flags[i]) & ~asked
-            if bad:
-                mult *= w["demote"]
-            out[i] *= mult
+            if mult != 1.0:
+                out[i] *= mult
         return out
 
     @cached_property
