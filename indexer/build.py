@@ -37,7 +37,14 @@ from .gitsource import (
 )
 from .lexical import LexicalIndex, postings_of
 from .pathclass import path_flags
-from .store import SnapshotWriter, current_snapshot, default_index_dir, read_manifest
+from .store import (
+    SnapshotWriter,
+    current_snapshot,
+    default_index_dir,
+    make_current,
+    read_manifest,
+    snapshots_of,
+)
 from .tokens import code_terms, lexical_terms, path_terms, stem
 from .vectors import StaticVectors, default_table_dir
 
@@ -52,7 +59,7 @@ class BuildReport:
     snapshot: str
     bytes: int
     languages: dict[str, int] = field(default_factory=dict)
-    mode: str = "full"  # full | incremental | unchanged
+    mode: str = "full"  # full | incremental | unchanged | reused (a kept snapshot of that commit)
     reused_files: int = 0  # kept from the base snapshot
     cached_files: int = 0  # taken from the blob cache
     chunked_files: int = 0  # parsed now
@@ -240,6 +247,10 @@ def build_index(
     target = Path(index_dir) if index_dir else default_index_dir(repository.path)
     table_dir = Path(vectors_dir) if vectors_dir else default_table_dir()
     table = StaticVectors.load(table_dir)
+    if incremental:
+        reused = _switch_to_indexed(target, str(commit.id), table.card, started)
+        if reused is not None:
+            return reused
     base = open_base(target) if incremental else None
     if base is not None and base.manifest["vectors"].get("card") != table.card:
         base = None  # another vector table: every vector changes
@@ -328,6 +339,33 @@ def build_index(
     report.cached_files, report.chunked_files = cached_count, len(to_chunk)
     report.searchable_seconds = round(searchable_after, 3)
     return report
+
+
+def _switch_to_indexed(target: Path, commit: str, card: Any, started: float) -> BuildReport | None:
+    """Switching back to a commit indexed recently (the last few snapshots are kept): make that
+    snapshot current again instead of assembling an identical one."""
+    try:
+        current = current_snapshot(target)
+    except IndexerError:
+        current = None
+    for snapshot in snapshots_of(target, commit):
+        if snapshot == current:
+            return None  # already current: the usual checks decide
+        try:
+            manifest = read_manifest(snapshot)
+        except IndexerError:
+            continue
+        if (
+            manifest.get("commit") == commit
+            and manifest.get("chunker_version") == CHUNKER_VERSION
+            and manifest.get("vectors", {}).get("card") == card
+            and _has_graph(snapshot)
+        ):
+            make_current(target, snapshot)
+            report = _report(snapshot, manifest, started, "reused", manifest["counts"]["files"])
+            report.searchable_seconds = report.seconds
+            return report
+    return None
 
 
 def _has_graph(snapshot: Path) -> bool:

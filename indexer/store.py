@@ -167,6 +167,28 @@ class SnapshotWriter:
                 shutil.rmtree(path, ignore_errors=True)
 
 
+def make_current(index_dir: Path, snapshot: Path) -> None:
+    """Point CURRENT at an existing snapshot; touching it keeps it from garbage collection."""
+    os.utime(snapshot)
+    write_text_atomic(index_dir / "CURRENT", snapshot.name + "\n")
+
+
+def snapshots_of(index_dir: Path, commit: str) -> list[Path]:
+    """Published snapshots of `commit`, most recently used first."""
+    directory = index_dir / "snapshots"
+    if not directory.is_dir():
+        return []
+    found = []
+    for path in directory.iterdir():
+        if path.name.startswith(".") or not path.name.startswith(commit[:12]):
+            continue
+        try:
+            found.append((path.stat().st_mtime, path))
+        except OSError:
+            continue
+    return [p for _, p in sorted(found, reverse=True)]
+
+
 def current_snapshot(index_dir: Path) -> Path:
     pointer = index_dir / "CURRENT"
     try:

@@ -153,3 +153,20 @@ def test_random_histories_match_full_rebuilds(tmp_path_factory, ops) -> None:  #
                     assert filecmp.cmp(a / p.name, p, shallow=False), p.name
         else:
             assert_equivalent(root, index_dir, tmp)
+
+
+def test_switching_back_reuses_the_kept_snapshot(make_repo, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    repo_path = make_repo({"a.py": PIECES["a.py"][0], "web/c.js": JS_CART})
+    index_dir = tmp_path / "inc"
+    first = update_index(repo_path, index_dir=index_dir, progress=False)
+    first_snapshot = current_snapshot(index_dir)
+    write_files(repo_path, {"a.py": PIECES["a.py"][2]})
+    commit_all(repo_path, "change")
+    assert update_index(repo_path, index_dir=index_dir, progress=False).mode == "incremental"
+    back = update_index(repo_path, rev=first.commit, index_dir=index_dir, progress=False)
+    assert back.mode == "reused" and back.chunked_files == 0
+    assert current_snapshot(index_dir) == first_snapshot
+    assert Index(first_snapshot).search("alpha")[0].symbol == "alpha"
+    forward = update_index(repo_path, index_dir=index_dir, progress=False)
+    assert forward.mode == "reused"
+    assert Index(current_snapshot(index_dir)).search("Alpha")[0].symbol == "Alpha"
