@@ -193,25 +193,53 @@ def test_killed_update_leaves_the_previous_index(make_repo) -> None:  # type: ig
     reason="pre-commit is not installed (pip install -e '.[dev]')",
 )
 def test_pre_commit_framework_runs_the_hook(sample_repo: Path, tmp_path: Path) -> None:
+    """A user's .pre-commit-config.yaml names this repository (at its HEAD commit) and installs
+    the post-commit hook type; a real `git commit` then refreshes the index in the background."""
     project = Path(__file__).resolve().parents[1]
+    rev = git(project, "rev-parse", "HEAD").stdout.strip()
     pre_commit = str(Path(sys.executable).parent / "pre-commit")
     env = {**GIT_ENV, "PRE_COMMIT_HOME": str(tmp_path / "pre-commit-home")}
-    proc = subprocess.run(
-        [
-            pre_commit,
-            "try-repo",
-            str(project),
-            "indexer",
-            "--hook-stage",
-            "post-commit",
-            "--verbose",
-        ],
+    (sample_repo / ".pre-commit-config.yaml").write_text(
+        f"repos:\n  - repo: {project}\n    rev: {rev}\n    hooks:\n      - id: indexer\n"
+    )
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        proc = subprocess.run(
+            [pre_commit, *args],
+            cwd=sample_repo,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        return proc
+
+    run(
+        "install",
+        "-t",
+        "post-commit",
+        "-t",
+        "post-merge",
+        "-t",
+        "post-checkout",
+        "-t",
+        "post-rewrite",
+    )
+    run("install-hooks")  # builds the hook's environment once, outside the commit
+    write_files(
+        sample_repo, {"via_pre_commit.py": "def installed_by_pre_commit():\n    return 1\n"}
+    )
+    git(sample_repo, "add", "via_pre_commit.py", ".pre-commit-config.yaml")
+    commit = subprocess.run(
+        ["git", "commit", "-q", "-m", "through pre-commit"],
         cwd=sample_repo,
         env=env,
         capture_output=True,
         text=True,
-        timeout=900,
+        timeout=300,
     )
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "refresh the code index" in proc.stdout
+    assert commit.returncode == 0, commit.stdout + commit.stderr
     wait_for_index(sample_repo, head(sample_repo))
+    found = Index.open(sample_repo).search("installed_by_pre_commit")
+    assert found[0].symbol == "installed_by_pre_commit"
