@@ -22,12 +22,13 @@ import shutil
 import statistics
 import subprocess
 import sys
-import tarfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from bench_core import sdist_tree  # noqa: E402
 
 from indexer.api import Index  # noqa: E402
 from indexer.build import build_index, update_index  # noqa: E402
@@ -59,30 +60,7 @@ def git(repo: Path, *args: str, env: dict[str, str] | None = None) -> str:
 
 
 def release_tree(version: str, work: Path, trees: Path | None) -> Path:
-    if trees is not None and (trees / f"sympy-{version}").is_dir():
-        return trees / f"sympy-{version}"
-    target = work / "src" / f"sympy-{version}"
-    if not target.is_dir():
-        (work / "sdists").mkdir(parents=True, exist_ok=True)
-        subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "pip",
-                "download",
-                "-q",
-                "--no-deps",
-                "--no-binary",
-                ":all:",
-                f"sympy=={version}",
-                "-d",
-                str(work / "sdists"),
-            ],
-            check=True,
-        )
-        with tarfile.open(next((work / "sdists").glob(f"sympy-{version}.tar.gz"))) as tar:
-            tar.extractall(work / "src", filter="data")
-    return target
+    return sdist_tree(f"sympy=={version}", work, trees)
 
 
 def replace_tree(repo: Path, tree: Path) -> None:

@@ -325,17 +325,20 @@ def evaluate(
     return summarize(rows, builds)
 
 
+METRICS = (
+    "file_recall@1",
+    "file_recall@5",
+    "file_recall@10",
+    "mrr",
+    "ndcg@10",
+    "function_recall@10",
+    "tokens",
+    "latency_ms",
+)
+
+
 def summarize(rows: list[dict[str, Any]], builds: dict[str, float]) -> EvalReport:
-    metrics = (
-        "file_recall@1",
-        "file_recall@5",
-        "file_recall@10",
-        "mrr",
-        "ndcg@10",
-        "function_recall@10",
-        "tokens",
-        "latency_ms",
-    )
+    metrics = METRICS
 
     def aggregate(selected: list[dict[str, Any]]) -> dict[str, float]:
         out: dict[str, float] = {"queries": float(len(selected))}
@@ -370,16 +373,7 @@ def format_table(report: EvalReport, per_group: bool = False) -> str:
 
 
 def _table(systems: dict[str, dict[str, float]]) -> str:
-    cols = (
-        "file_recall@1",
-        "file_recall@5",
-        "file_recall@10",
-        "mrr",
-        "ndcg@10",
-        "function_recall@10",
-        "tokens",
-        "latency_ms",
-    )
+    cols = METRICS
     heads = ("R@1", "R@5", "R@10", "MRR", "nDCG@10", "fnR@10", "tokens", "ms")
     lines = [f"{'system':<22}" + "".join(f"{h:>9}" for h in heads)]
     for name, m in systems.items():
