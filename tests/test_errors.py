@@ -59,11 +59,16 @@ def test_bad_input_leaves_the_existing_index_untouched(sample_repo: Path) -> Non
     assert run_cli("search", "format_money", "--repo", str(sample_repo)).returncode == 0
 
 
+def _built_snapshot(repo: Path) -> tuple[Path, dict]:  # type: ignore[type-arg]
+    """Build, then return the live snapshot directory and its manifest."""
+    assert run_cli("build", "--repo", str(repo)).returncode == 0
+    current, _ = _snapshot_state(repo)
+    snapshot = repo / ".git" / "indexer" / "snapshots" / current.strip()
+    return snapshot, json.loads((snapshot / "manifest.json").read_text())
+
+
 def test_corrupt_and_foreign_indexes_say_how_to_rebuild(sample_repo: Path) -> None:
-    assert run_cli("build", "--repo", str(sample_repo)).returncode == 0
-    current, _ = _snapshot_state(sample_repo)
-    snapshot = sample_repo / ".git" / "indexer" / "snapshots" / current.strip()
-    manifest = json.loads((snapshot / "manifest.json").read_text())
+    snapshot, manifest = _built_snapshot(sample_repo)
     manifest["format_version"] = 999
     (snapshot / "manifest.json").write_text(json.dumps(manifest))
     assert_clean_error(run_cli("search", "x", "--repo", str(sample_repo)), "indexer build")
@@ -82,10 +87,7 @@ def test_corrupt_and_foreign_indexes_say_how_to_rebuild(sample_repo: Path) -> No
 
 
 def test_an_index_missing_required_files_says_how_to_rebuild(sample_repo: Path) -> None:
-    assert run_cli("build", "--repo", str(sample_repo)).returncode == 0
-    current, _ = _snapshot_state(sample_repo)
-    snapshot = sample_repo / ".git" / "indexer" / "snapshots" / current.strip()
-    manifest = json.loads((snapshot / "manifest.json").read_text())
+    snapshot, manifest = _built_snapshot(sample_repo)
     del manifest["files"]["bm25_tfs.npy"]
     (snapshot / "bm25_tfs.npy").unlink()
     (snapshot / "manifest.json").write_text(json.dumps(manifest))
