@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 import os
 import re
 import time
@@ -19,16 +18,16 @@ from .dense import DenseIndex
 from .errors import IndexerError, NotARepositoryError
 from .fusion import FusionConfig, confidence, recency_score, rrf
 from .lexical import LexicalIndex
-from .pathclass import FLAG_DOCS, FLAG_EXAMPLE, FLAG_GENERATED, FLAG_TEST, FLAG_VENDORED
+from .query import Query, parse_query
+from .rerank import rerank, saturate
 from .store import current_snapshot, default_index_dir, read_manifest
-from .tokens import code_terms, identifiers, lexical_terms, path_terms, split_identifier
 from .vectors import StaticVectors
 
 if TYPE_CHECKING:
     from .budget import Packed
     from .graph import CodeGraph
 
-__all__ = ["Index", "SearchResult", "build_index"]
+__all__ = ["Index", "Query", "SearchResult", "build_index", "parse_query"]
 
 
 def build_index(*args: Any, **kwargs: Any) -> Any:
@@ -36,25 +35,6 @@ def build_index(*args: Any, **kwargs: Any) -> Any:
     from .build import build_index as _build
 
     return _build(*args, **kwargs)
-
-
-_ASKS_FOR = {
-    FLAG_TEST: {
-        "test",
-        "tests",
-        "testing",
-        "pytest",
-        "unittest",
-        "spec",
-        "fixture",
-        "fixtures",
-        "mock",
-    },
-    FLAG_EXAMPLE: {"example", "examples", "demo", "sample", "tutorial", "benchmark", "bench"},
-    FLAG_DOCS: {"doc", "docs", "documentation", "readme", "guide", "changelog", "rst", "markdown"},
-    FLAG_VENDORED: {"compat", "compatibility", "vendor", "vendored", "legacy", "deprecated"},
-    FLAG_GENERATED: {"dist", "build", "generated", "bundle"},
-}
 
 
 @dataclass
@@ -81,51 +61,6 @@ class SearchResult:
         if data["text"] is None:
             del data["text"]
         return data
-
-
-@dataclass(frozen=True)
-class Query:
-    text: str
-    lexical: list[str]
-    dense: list[str]
-    identifiers: set[str]  # lowercased identifier-like words
-    terms: set[str]  # unstemmed code terms
-    symbol_like: bool
-    words: int
-
-    def kind(self, long_words: int) -> str:
-        if self.symbol_like:
-            return "symbol"
-        return "long" if self.words >= long_words else "natural"
-
-
-_IDENT_SHAPE = re.compile(r"[a-z][A-Z]|_|\.|::|\(\)|^[A-Z][a-z]+[A-Z]")
-
-
-_CODE_SPAN = re.compile(r"```.*?```|`[^`\n]+`", re.DOTALL)
-
-
-def parse_query(text: str) -> Query:
-    words = text.split()
-    shaped = [w for w in words if _IDENT_SHAPE.search(w)]
-    symbol_like = (len(words) <= 3 and bool(shaped)) or len(words) == 1
-    if symbol_like:
-        idents = identifiers(text)
-    else:
-        # In prose, a plain word ("rank", "result") naming a symbol is weak evidence: only
-        # identifier-shaped words and code spans name symbols.
-        code = " ".join(shaped) + " " + " ".join(_CODE_SPAN.findall(text))
-        idents = identifiers(code)
-    lowered = {w.lower() for w in idents}
-    return Query(
-        text=text,
-        lexical=lexical_terms(text),
-        dense=code_terms(text),
-        identifiers=lowered,
-        terms=set(code_terms(text)),
-        symbol_like=symbol_like,
-        words=len(words),
-    )
 
 
 class Index:
@@ -363,10 +298,10 @@ class Index:
                 sim_of[r] = s
         similarity = np.asarray([sim_of.get(r, 0.0) for r in rows.tolist()], dtype=np.float32)
 
-        scores = self._rerank(q, rows, scores)
+        scores = rerank(self, q, rows, scores)
         order = np.argsort(-scores, kind="stable")
         rows, scores, similarity = rows[order], scores[order], similarity[order]
-        rows, scores, similarity = self._saturate(rows, scores, similarity)
+        rows, scores, similarity = saturate(self, rows, scores, similarity)
         graph_cfg = cfg["graph"]
         if graph_cfg["expand"] or graph_cfg["ppr"] or graph_cfg["file_boost"]:
             from .graph import graph_rerank  # only when enabled: searches never load the graph
@@ -410,91 +345,10 @@ class Index:
         pos = np.searchsorted(sorted_fids, fids)
         return order[np.clip(pos, 0, len(order) - 1)].astype(np.int64)
 
-    def _rerank(self, q: Query, rows: np.ndarray, scores: np.ndarray) -> np.ndarray:
-        """Code-aware multipliers: definitions named by the query, path matches, file coherence,
-        and demotion of tests/examples/docs/vendored/generated code unless the query asks."""
-        w = self.fusion["rerank"]
-        symbols = self._columns["symbols"]
-        kinds = self._columns["kinds"]
-        defines = self._columns["defines"]
-        files = self._chunk_file[rows]
-        flags = self._chunk_flags[rows]
-        asked = 0
-        for flag, words in _ASKS_FOR.items():
-            if q.terms & words:
-                asked |= flag
-        out = scores.copy()
-        # File coherence: how many candidates share the file (top of the fused list only).
-        top = np.argsort(-scores)[:50]
-        file_counts: dict[int, int] = {}
-        for f in files[top].tolist():
-            file_counts[f] = file_counts.get(f, 0) + 1
-        # Per-file factors once per file, not once per candidate.
-        factor: dict[int, float] = {}
-        for f in set(files.tolist()):
-            mult = 1.0
-            if w["path"]:
-                mult *= 1.0 + w["path"] * self._path_match(f, q)
-            if w["coherence"]:
-                mult *= 1.0 + w["coherence"] * math.log1p(max(0, file_counts.get(f, 1) - 1))
-            factor[f] = mult
-        bad_rows = (flags & ~np.uint8(asked & 0xFF)) != 0
-        out *= np.fromiter((factor[f] for f in files.tolist()), dtype=np.float64, count=len(rows))
-        out[bad_rows] *= w["demote"]
-        if not w["definition"] or not (q.identifiers or q.symbol_like):
-            return out
-        for i, row in enumerate(rows.tolist()):
-            mult = 1.0
-            symbol = symbols[row].lower()
-            if kinds[row] == "module" and defines[row]:
-                if any(name.lower() in q.identifiers for name in defines[row].split()):
-                    mult *= 1.0 + w["definition"]
-            elif kinds[row] in ("function", "method", "class") and symbol:
-                if symbol in q.identifiers:
-                    mult *= 1.0 + w["definition"]
-                elif len(symbol) > 3 and q.symbol_like:
-                    parts = split_identifier(symbols[row])
-                    if parts and all(p in q.terms for p in parts):
-                        mult *= 1.0 + 0.5 * w["definition"]
-            if mult != 1.0:
-                out[i] *= mult
-        return out
-
     @cached_property
-    def _path_term_sets(self) -> list[tuple[set[str], set[str]] | None]:
+    def path_term_cache(self) -> list[tuple[set[str], set[str]] | None]:
+        """Per file: its stem's and its directories' terms, filled as files are ranked."""
         return [None] * len(self.files)
-
-    def _path_match(self, file: int, q: Query) -> float:
-        cached = self._path_term_sets[file]
-        if cached is None:
-            parts = self.files[file]["path"].rsplit("/", 1)
-            cached = (
-                set(path_terms(parts[-1].rsplit(".", 1)[0])),
-                set(path_terms(parts[0])) if len(parts) == 2 else set(),
-            )
-            self._path_term_sets[file] = cached
-        stem_terms, dir_terms = cached
-        score = 0.0
-        if stem_terms:
-            score += len(stem_terms & q.terms) / len(stem_terms)
-        if dir_terms:
-            score += 0.5 * len(dir_terms & q.terms) / len(dir_terms)
-        return min(score, 1.5)
-
-    def _saturate(
-        self, rows: np.ndarray, scores: np.ndarray, similarity: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        factor = float(self.fusion["rerank"]["saturation"])
-        if factor >= 1.0:
-            return rows, scores, similarity
-        seen: dict[int, int] = {}
-        adjusted = scores.copy()
-        for i, f in enumerate(self._chunk_file[rows].tolist()):
-            n = seen.get(f, 0)
-            adjusted[i] *= factor**n
-            seen[f] = n + 1
-        order = np.argsort(-adjusted, kind="stable")
-        return rows[order], adjusted[order], similarity[order]
 
     def _result(self, row: int, s: dict[str, float], with_text: bool) -> SearchResult:
         c = self.chunk_at(row, with_text=with_text)
