@@ -17,7 +17,7 @@ from .chunker import Chunk
 from .dense import DenseIndex
 from .errors import IndexerError, NotARepositoryError
 from .fusion import FusionConfig, confidence, recency_score, rrf
-from .lexical import LexicalIndex
+from .lexical import LexicalIndex, top_rows
 from .query import Query, parse_query
 from .rerank import rerank, saturate
 from .store import current_snapshot, default_index_dir, read_manifest
@@ -264,39 +264,31 @@ class Index:
         weights = cfg["retriever_weights"][q.kind(int(cfg["long_query_words"]))]
 
         bm25, coverage = self.lexical.score(q.lexical)
-        hits = np.nonzero(bm25 > 0)[0]
-        top_bm25 = hits[np.argsort(-bm25[hits], kind="stable")][:n_cand]
+        top_bm25 = top_rows(bm25, n_cand)
 
+        single = len(retrievers) == 1  # a retriever alone (ablations) keeps its full weight
+        w_bm25 = 1.0 if single else float(weights["bm25"])
+        w_dense = 1.0 if single else float(weights["dense"])
         qvec = self.vectors.embed_terms(q.dense)
-        if not qvec.any():
-            top_dense = np.zeros(0, dtype=np.int64)
-            dense_sims = np.zeros(0, dtype=np.float32)
-        else:
+        top_dense = np.zeros(0, dtype=np.int64)
+        dense_sims = np.zeros(0, dtype=np.float32)
+        # A dense list with no weight changes no rank: skip the scan (confidence still gets
+        # every candidate's cosine below).
+        if qvec.any() and "dense" in retrievers and w_dense > 0:
             sims, fids = self.dense.search(qvec, n_cand)
             valid = fids >= 0
             top_dense = self._rows_of_fids(fids[valid])
             dense_sims = sims[valid]
 
         lists: list[tuple[np.ndarray, float]] = []
-        single = len(retrievers) == 1  # a retriever alone (ablations) keeps its full weight
         if "bm25" in retrievers:
-            lists.append((top_bm25, 1.0 if single else float(weights["bm25"])))
+            lists.append((top_bm25, w_bm25))
         if "dense" in retrievers:
-            lists.append((top_dense, 1.0 if single else float(weights["dense"])))
-        fused = rrf(lists, float(cfg["rrf_k"]))
-        if not fused:
+            lists.append((top_dense, w_dense))
+        rows, scores = rrf(lists, float(cfg["rrf_k"]))
+        if not len(rows):
             return []
-        rows = np.fromiter(fused, dtype=np.int64, count=len(fused))
-        scores = np.fromiter(fused.values(), dtype=np.float64, count=len(fused))
-
-        # Cosine similarity of every candidate (the dense list has it; others are reconstructed).
-        sim_of = dict(zip(top_dense.tolist(), dense_sims.tolist(), strict=True))
-        missing = [r for r in rows.tolist() if r not in sim_of]
-        if missing and qvec.any():
-            vecs = self.dense.reconstruct(self._fids[np.asarray(missing)])
-            for r, s in zip(missing, (vecs @ qvec).tolist(), strict=True):
-                sim_of[r] = s
-        similarity = np.asarray([sim_of.get(r, 0.0) for r in rows.tolist()], dtype=np.float32)
+        similarity = self._similarities(rows, top_dense, dense_sims, qvec)
 
         scores = rerank(self, q, rows, scores)
         order = np.argsort(-scores, kind="stable")
@@ -339,6 +331,26 @@ class Index:
                 )
             )
         return out
+
+    def _similarities(
+        self, rows: np.ndarray, top_dense: np.ndarray, dense_sims: np.ndarray, qvec: np.ndarray
+    ) -> np.ndarray:
+        """Cosine of every candidate: from the dense list where it has the row, else from the
+        stored vector."""
+        similarity = np.zeros(len(rows), dtype=np.float32)
+        if not qvec.any():
+            return similarity
+        known = np.zeros(len(rows), dtype=bool)
+        if len(top_dense):
+            order = np.argsort(top_dense)
+            pos = np.clip(np.searchsorted(top_dense, rows, sorter=order), 0, len(order) - 1)
+            known = top_dense[order[pos]] == rows
+            similarity[known] = dense_sims[order[pos[known]]]
+        missing = rows[~known]
+        if len(missing):
+            vecs = self.dense.reconstruct(self._fids[missing])
+            similarity[~known] = vecs @ qvec
+        return similarity
 
     def _rows_of_fids(self, fids: np.ndarray) -> np.ndarray:
         sorted_fids, order = self._fid_lookup
