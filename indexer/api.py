@@ -15,8 +15,9 @@ import numpy as np
 
 from .chunker import Chunk
 from .dense import DenseIndex
-from .errors import IndexerError, NotARepositoryError
+from .errors import IndexerError
 from .fusion import FusionConfig, confidence, recency_score, rrf
+from .gitdir import git_dir as _git_dir
 from .lexical import LexicalIndex, top_rows
 from .query import Query, parse_query
 from .rerank import rerank, saturate
@@ -87,7 +88,15 @@ class Index:
     ) -> Index:
         if index_dir is None:
             index_dir = default_index_dir(_git_dir(repo))
-        return cls(current_snapshot(Path(index_dir)), fusion)
+        snapshot = current_snapshot(Path(index_dir))
+        if _reused is None or fusion is not None:
+            return cls(snapshot, fusion)
+        # A long-lived server (indexer/serve.py): snapshots are immutable, so every open of the
+        # same one shares what was loaded; an update moves CURRENT and the next open follows.
+        index = _reused.get(snapshot.parent.parent)
+        if index is None or index.snapshot != snapshot:
+            index = _reused[snapshot.parent.parent] = cls(snapshot)
+        return index
 
     # -- lazily loaded parts (a cold `indexer search` loads only what it needs) ------------------
     @cached_property
@@ -399,6 +408,17 @@ class Index:
         }
 
 
+_reused: dict[Path, Index] | None = None  # index dir -> open Index, set by reuse_open_indexes()
+
+
+def reuse_open_indexes() -> None:
+    """From now on `Index.open` returns the already open Index of an unchanged snapshot (for a
+    long-lived process whose requests each call Index.open; see indexer/serve.py)."""
+    global _reused
+    if _reused is None:
+        _reused = {}
+
+
 def _map_file(path: Path) -> Any:
     import mmap
 
@@ -411,24 +431,6 @@ def _map_file(path: Path) -> Any:
 def _load_array(path: Path) -> np.ndarray:
     array: np.ndarray = np.load(path, allow_pickle=False)
     return array
-
-
-def _git_dir(repo: str | os.PathLike[str] | None) -> str:
-    """The git directory of `repo` without importing pygit2 (keeps cold searches fast)."""
-    start = Path(repo if repo is not None else os.getcwd()).resolve()
-    if not start.exists():
-        raise NotARepositoryError(f"not a git repository: {start} (no such path)")
-    for candidate in (start, *start.parents):
-        dot_git = candidate / ".git"
-        if dot_git.is_dir():
-            return str(dot_git)
-        if dot_git.is_file():  # worktree or submodule: "gitdir: <path>"
-            text = dot_git.read_text(encoding="utf-8").strip()
-            if text.startswith("gitdir:"):
-                return str((candidate / text[7:].strip()).resolve())
-        if (candidate / "HEAD").is_file() and (candidate / "objects").is_dir():
-            return str(candidate)  # bare repository
-    raise NotARepositoryError(f"not a git repository: {start}")
 
 
 def timed_search(index: Index, query: str, k: int) -> tuple[list[SearchResult], float]:

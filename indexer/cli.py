@@ -12,6 +12,7 @@ from typing import Any
 
 from . import __version__, agent_cli
 from .errors import IndexerError
+from .serve_client import FORWARDED
 
 
 def _color_enabled(stream: Any) -> bool:
@@ -101,7 +102,7 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def _index_dir(args: argparse.Namespace) -> Path:
-    from .api import _git_dir
+    from .gitdir import git_dir as _git_dir
     from .store import default_index_dir
 
     return Path(args.index_dir) if args.index_dir else default_index_dir(_git_dir(args.repo))
@@ -342,16 +343,38 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--rebuild", action="store_true", help="rebuild cached indexes")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_eval)
+    p = sub.add_parser(
+        "serve",
+        parents=[common],
+        help="keep the index loaded; search/show/related are then answered by this process",
+    )
+    p.add_argument("--background", action="store_true", help="detach and return at once")
+    p.add_argument(
+        "--idle-timeout",
+        type=float,
+        default=1800.0,
+        metavar="SECONDS",
+        help="exit after this long without requests (default 1800)",
+    )
+    p.add_argument("--stop", action="store_true", help="stop the running server")
+    p.add_argument("--status", action="store_true", help="is a server running, and its counts")
+    p.set_defaults(func=cmd_serve)
     agent_cli.add_commands(sub, common)  # related, mcp, savings, agents
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, forward: bool = True) -> int:
+    """Run one command; `forward`: let a running `indexer serve` answer read-only ones."""
     parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
     args = parser.parse_args(argv)
     try:
-        code: int = args.func(args)
-        return code
+        if forward and args.command in FORWARDED:
+            code = _forwarded(args, argv)
+            if code is not None:
+                return code
+        code = args.func(args)
+        return int(code)
     except IndexerError as exc:
         print(f"indexer: error: {exc}", file=sys.stderr)
         return exc.exit_code
@@ -369,6 +392,57 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 1
+
+
+def _forwarded(args: argparse.Namespace, argv: list[str]) -> int | None:
+    """The exit code of the command as answered by a running server, or None."""
+    mode = os.environ.get("INDEXER_SERVE", "on")
+    if mode == "0" or mode == "off":
+        return None
+    from .serve_client import forward
+
+    index_dir = _index_dir(args)
+    code = forward(index_dir, argv, sys.stdout.isatty())
+    if code is None and mode == "auto":  # start one for the next command; answer this one here
+        from .serve import spawn
+
+        spawn(index_dir, args.repo, None)
+    return code
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from . import serve
+
+    index_dir = _index_dir(args)
+    if args.stop:
+        stopped = serve.stop(index_dir)
+        info: dict[str, Any] = {"stopped": stopped, "index_dir": str(index_dir)}
+        _emit_json(info) if args.json else print(
+            "server stopped" if stopped else "no server was running"
+        )
+        return 0
+    if args.status:
+        status = serve.status(index_dir)
+        if args.json:
+            _emit_json(status or {"running": False})
+        elif status:
+            print(
+                f"serving {status['index_dir']} (pid {status['pid']}, "
+                f"{status['requests']} requests, up {status['uptime_s']:.0f}s)"
+            )
+        else:
+            print("no server running")
+        return 0
+    if args.background:
+        info = serve.start_background(index_dir, args.repo, args.idle_timeout)
+        if args.json:
+            _emit_json(info)
+        else:
+            verb = "started" if info["started"] else "already running"
+            print(f"server {verb}: pid {info['pid']}, socket {info['socket']}")
+        return 0
+    serve.Server(index_dir, args.idle_timeout).serve_forever()
+    return 0
 
 
 if __name__ == "__main__":

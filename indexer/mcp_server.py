@@ -33,7 +33,7 @@ class Service:
     """The tools' logic, independent of the protocol (tests and the server share it)."""
 
     def __init__(self, repo: str | None, index_dir: str | None) -> None:
-        from .api import _git_dir
+        from .gitdir import git_dir as _git_dir
         from .store import default_index_dir
 
         self.index_dir = Path(index_dir) if index_dir else default_index_dir(_git_dir(repo))
