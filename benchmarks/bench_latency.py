@@ -175,8 +175,17 @@ def ensure_index(git_dir: Path, index_dir: Path) -> None:
     if (index_dir / "CURRENT").exists():
         return
     subprocess.run(
-        [sys.executable, "-m", "indexer", "build", "--repo", str(git_dir), "--index-dir"]
-        + [str(index_dir), "--json"],
+        [
+            sys.executable,
+            "-m",
+            "indexer",
+            "build",
+            "--repo",
+            str(git_dir),
+            "--json",
+            "--index-dir",
+            str(index_dir),
+        ],
         check=True,
         stdout=subprocess.DEVNULL,
     )
