@@ -28,7 +28,8 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+# --baseline runs an earlier checkout's code in its own workers (same run, same machine).
+sys.path.insert(0, os.environ.get("INDEXER_BENCH_SRC") or str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 SHORT_QUESTIONS = [
@@ -171,7 +172,7 @@ def corpus(name: str, work: Path, trees: Path | None) -> tuple[Path, Path]:
     return tree, git_dir
 
 
-def ensure_index(git_dir: Path, index_dir: Path) -> None:
+def ensure_index(git_dir: Path, index_dir: Path, env: dict[str, str] | None = None) -> None:
     if (index_dir / "CURRENT").exists():
         return
     subprocess.run(
@@ -188,6 +189,7 @@ def ensure_index(git_dir: Path, index_dir: Path) -> None:
         ],
         check=True,
         stdout=subprocess.DEVNULL,
+        env=env,
     )
 
 
@@ -249,41 +251,53 @@ def warm(
     }
 
 
-def cold(git_dir: Path, index_dir: Path, queries: list[str], runs: int) -> dict[str, float]:
+def cold(
+    git_dir: Path, index_dir: Path, queries: list[str], runs: int, baseline: Baseline | None
+) -> dict[str, float]:
     """Whole `indexer search --json` processes against the import floor, alternating: run in
-    the process (no server), then forwarded to a running `indexer serve`."""
+    the process (no server), forwarded to a running `indexer serve`, and the baseline's."""
     import tempfile
 
-    floor, local, served = [], [], []
-    base = ["--repo", str(git_dir), "--index-dir", str(index_dir), "--json"]
+    times: dict[str, list[float]] = {"floor": [], "search": [], "served": [], "baseline": []}
+    base = ["--repo", str(git_dir), "--json"]
     with tempfile.TemporaryDirectory() as run_dir:
         env = dict(os.environ, INDEXER_SAVINGS="0", XDG_RUNTIME_DIR=run_dir)
         indexer = [sys.executable, "-m", "indexer"]
-        subprocess.run([*indexer, "serve", "--background", *base], check=True, env=env)
+        ours = [*base, "--index-dir", str(index_dir)]
+        subprocess.run([*indexer, "serve", "--background", *ours], check=True, env=env)
         try:
             for i in range(runs):
                 q = queries[i % len(queries)]
-                for sink, cmd, extra in (
-                    (floor, [sys.executable, "-c", "import numpy, faiss"], {}),
-                    (local, [*indexer, "search", q, *base], {"INDEXER_SERVE": "0"}),
-                    (served, [*indexer, "search", q, *base], {}),
-                ):
+                variants = [
+                    ("floor", [sys.executable, "-c", "import numpy, faiss"], env),
+                    ("search", [*indexer, "search", q, *ours], dict(env, INDEXER_SERVE="0")),
+                    ("served", [*indexer, "search", q, *ours], env),
+                ]
+                if baseline is not None:
+                    cmd = [*indexer, "search", q, *base, "--index-dir", str(baseline.index_dir)]
+                    variants.append(("baseline", cmd, dict(env, **baseline.env)))
+                for name, cmd, run_env in variants:
                     start = time.perf_counter()
-                    subprocess.run(cmd, check=False, capture_output=True, env=dict(env, **extra))
-                    sink.append((time.perf_counter() - start) * 1000)
+                    subprocess.run(cmd, check=False, capture_output=True, env=run_env)
+                    times[name].append((time.perf_counter() - start) * 1000)
         finally:
-            subprocess.run([*indexer, "serve", "--stop", *base], check=False, env=env)
-    f, lo, se = (statistics.median(x) for x in (floor, local, served))
-    return {
-        "floor_ms": round(f, 1),
-        "search_ms": round(lo, 1),
-        "ratio": round(lo / f, 2),
-        "served_ms": round(se, 1),
-        "served_ratio": round(se / f, 2),
-    }
+            subprocess.run([*indexer, "serve", "--stop", *ours], check=False, env=env)
+    med = {k: statistics.median(v) for k, v in times.items() if v}
+    out = {f"{k}_ms": round(v, 1) for k, v in med.items()}
+    out.update({f"{k}_ratio": round(v / med["floor"], 2) for k, v in med.items() if k != "floor"})
+    return out
 
 
-def search_rss(index_dir: Path, queries: list[str]) -> float:
+class Baseline:
+    """An earlier checkout (`--baseline DIR`): its own index, built and searched by its code."""
+
+    def __init__(self, src: Path, work: Path, name: str, git_dir: Path) -> None:
+        self.env = {"PYTHONPATH": str(src), "INDEXER_BENCH_SRC": str(src)}
+        self.index_dir = work / "indexes" / f"{name}-baseline"
+        ensure_index(git_dir, self.index_dir, dict(os.environ, **self.env))
+
+
+def search_rss(index_dir: Path, queries: list[str], env: dict[str, str] | None = None) -> float:
     """Peak RSS (MB) of a process that opens the index and runs every query."""
     code = (
         "import json, resource, sys\n"
@@ -301,6 +315,7 @@ def search_rss(index_dir: Path, queries: list[str]) -> float:
         capture_output=True,
         text=True,
         check=True,
+        env=env,
     )
     return round(float(proc.stdout.strip()), 1)
 
@@ -315,6 +330,7 @@ def main() -> int:
     parser.add_argument("--cold-runs", type=int, default=10)
     parser.add_argument("--semble-python", default=None, help="python of a venv with semble")
     parser.add_argument("--semble-model", default=None, help="local model2vec model directory")
+    parser.add_argument("--baseline", type=Path, default=None, help="an earlier checkout")
     parser.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
@@ -330,6 +346,12 @@ def main() -> int:
         queries = query_sets(index_dir, args.devset)
         workers = {"indexer": Worker([sys.executable, __file__, "--worker", str(index_dir)])}
         entry: dict[str, Any] = {"chunks": workers["indexer"].ready}
+        baseline = Baseline(args.baseline, work, name, git_dir) if args.baseline else None
+        if baseline is not None:
+            workers["baseline"] = Worker(
+                [sys.executable, __file__, "--worker", str(baseline.index_dir)],
+                env=dict(os.environ, **baseline.env),
+            )
         if args.semble_python and args.semble_model:
             workers["semble"] = Worker(
                 [args.semble_python, "-c", SEMBLE_WORKER, str(tree), args.semble_model],
@@ -340,8 +362,12 @@ def main() -> int:
         for worker in workers.values():
             worker.close()
         all_queries = [q for qs in queries.values() for q in qs]
-        entry["cold"] = cold(git_dir, index_dir, all_queries, args.cold_runs)
+        entry["cold"] = cold(git_dir, index_dir, all_queries, args.cold_runs, baseline)
         entry["search_rss_mb"] = search_rss(index_dir, all_queries)
+        if baseline is not None:
+            entry["baseline_rss_mb"] = search_rss(
+                baseline.index_dir, all_queries, dict(os.environ, **baseline.env)
+            )
         results[name] = entry
         print(f"{name}: {json.dumps(entry)}", file=sys.stderr)
     print(report(results))
@@ -350,34 +376,39 @@ def main() -> int:
 
 
 def report(results: dict[str, Any]) -> str:
+    def pair(m: dict[str, float] | None) -> str:
+        return f"{m['p50_ms']} / {m['p95_ms']}" if m else "-"
+
+    def ratio(a: dict[str, float], b: dict[str, float] | None, key: str) -> str:
+        return f"{a[key] / b[key]:.2f}" if b else "-"
+
     lines = [
-        "| corpus | chunks | kind | indexer p50 / p95 ms | semble p50 / p95 ms | p50 ratio "
-        "| p95 ratio |",
-        "|---|---|---|---|---|---|---|",
+        "| corpus | chunks | kind | indexer p50 / p95 ms | semble p50 / p95 ms | baseline p50 "
+        "/ p95 ms | p50 / p95 vs semble | p50 vs baseline |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for name, entry in results.items():
-        ours = entry["warm"]["indexer"]
-        theirs = entry["warm"].get("semble")
-        for kind, m in ours.items():
-            s = theirs[kind] if theirs else None
-            ratio50 = f"{m['p50_ms'] / s['p50_ms']:.2f}" if s else "-"
-            ratio95 = f"{m['p95_ms'] / s['p95_ms']:.2f}" if s else "-"
-            semble = f"{s['p50_ms']} / {s['p95_ms']}" if s else "-"
+        warm = entry["warm"]
+        for kind, m in warm["indexer"].items():
+            s = warm.get("semble", {}).get(kind)
+            b = warm.get("baseline", {}).get(kind)
             lines.append(
-                f"| {name} | {entry['chunks']} | {kind} | {m['p50_ms']} / {m['p95_ms']} | "
-                f"{semble} | {ratio50} | {ratio95} |"
+                f"| {name} | {entry['chunks']} | {kind} | {pair(m)} | {pair(s)} | {pair(b)} | "
+                f"{ratio(m, s, 'p50_ms')} / {ratio(m, s, 'p95_ms')} | {ratio(m, b, 'p50_ms')} |"
             )
     lines += [
         "",
-        "| corpus | import numpy, faiss ms | cold search ms (ratio) | with `indexer serve` ms "
-        "(ratio) | search RSS MB |",
-        "|---|---|---|---|---|",
+        "| corpus | import numpy, faiss ms | cold search ms (× floor) | with `indexer serve` ms "
+        "(× floor) | baseline cold ms (× floor) | search RSS MB (baseline) |",
+        "|---|---|---|---|---|---|",
     ]
     for name, entry in results.items():
         c = entry["cold"]
+        base = f"{c['baseline_ms']} ({c['baseline_ratio']})" if "baseline_ms" in c else "-"
         lines.append(
-            f"| {name} | {c['floor_ms']} | {c['search_ms']} ({c['ratio']}) | "
-            f"{c['served_ms']} ({c['served_ratio']}) | {entry['search_rss_mb']} |"
+            f"| {name} | {c['floor_ms']} | {c['search_ms']} ({c['search_ratio']}) | "
+            f"{c['served_ms']} ({c['served_ratio']}) | {base} | {entry['search_rss_mb']} "
+            f"({entry.get('baseline_rss_mb', '-')}) |"
         )
     return "\n".join(lines)
 
