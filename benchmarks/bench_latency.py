@@ -264,7 +264,9 @@ def cold(
         env = dict(os.environ, INDEXER_SAVINGS="0", XDG_RUNTIME_DIR=run_dir)
         indexer = [sys.executable, "-m", "indexer"]
         ours = [*base, "--index-dir", str(index_dir)]
-        subprocess.run([*indexer, "serve", "--background", *ours], check=True, env=env)
+        subprocess.run(
+            [*indexer, "serve", "--background", *ours], check=True, env=env, capture_output=True
+        )
         try:
             for i in range(runs):
                 q = queries[i % len(queries)]
@@ -281,7 +283,9 @@ def cold(
                     subprocess.run(cmd, check=False, capture_output=True, env=run_env)
                     times[name].append((time.perf_counter() - start) * 1000)
         finally:
-            subprocess.run([*indexer, "serve", "--stop", *ours], check=False, env=env)
+            subprocess.run(
+                [*indexer, "serve", "--stop", *ours], check=False, env=env, capture_output=True
+            )
     med = {k: statistics.median(v) for k, v in times.items() if v}
     out = {f"{k}_ms": round(v, 1) for k, v in med.items()}
     out.update({f"{k}_ratio": round(v / med["floor"], 2) for k, v in med.items() if k != "floor"})
