@@ -37,6 +37,7 @@ from .gitsource import (
 )
 from .lexical import LexicalIndex, postings_of
 from .pathclass import path_flags
+from .secrets import redact
 from .store import (
     SnapshotWriter,
     current_snapshot,
@@ -64,6 +65,7 @@ class BuildReport:
     cached_files: int = 0  # taken from the blob cache
     chunked_files: int = 0  # parsed now
     searchable_seconds: float = 0.0  # until the new snapshot answered searches (graph follows)
+    redacted: dict[str, int] = field(default_factory=dict)  # secret values replaced, by kind
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -97,9 +99,11 @@ def chunk_blob(data: bytes, path: str, language: str) -> CachedFile:
     reason = content_skip_reason(path, data)
     if reason:
         return CachedFile(reason, [], [], [])
+    # The one place file text enters chunking: secrets never reach texts, terms or vectors.
+    data, redacted = redact(data)
     records = chunk_records(path_stem(path), language, data)
     docs = [record_documents(r) for r in records]
-    return CachedFile(None, records, [d[0] for d in docs], [d[1] for d in docs])
+    return CachedFile(None, records, [d[0] for d in docs], [d[1] for d in docs], redacted)
 
 
 def chunk_batch(repo_path: str, items: list[tuple[str, str, str]]) -> list[CachedFile]:
@@ -181,6 +185,7 @@ class BaseSnapshot:
         self.blob_of = {f["path"]: f["blob"] for f in self.files}
         self.time_of = {f["path"]: int(f["time"]) for f in self.files}
         self.language_of = {f["path"]: f.get("language", "") for f in self.files}
+        self.redacted_of = {f["path"]: f["redacted"] for f in self.files if "redacted" in f}
         self.meta_offsets = np.load(snapshot / "chunk_offsets.npy", allow_pickle=False)
         self.text_offsets = np.load(snapshot / "text_offsets.npy", allow_pickle=False)
         self.columns: dict[str, list[str]] = json.loads((snapshot / "columns.json").read_text())
@@ -428,6 +433,7 @@ def _report(
         languages=manifest.get("languages", {}),
         mode=mode,
         reused_files=reused,
+        redacted=counts.get("redacted", {}),
     )
 
 
@@ -492,6 +498,7 @@ def _assemble(
     base_rows: list[np.ndarray] = []  # base row of each kept row, in new-row order
     kept_new_rows: list[np.ndarray] = []
     languages: dict[str, int] = {}
+    redactions: dict[str, int] = {}  # secret values replaced, by kind (indexer/secrets.py)
     file_records = []
     row = 0
     for file_index, f in enumerate(indexed):
@@ -517,9 +524,11 @@ def _assemble(
             defines.extend(base.columns["defines"][start:end])
             kept_new_rows.append(np.arange(row, row + n))
             language = base.language_of.get(f.path, "")
+            redacted = base.redacted_of.get(f.path)
         else:
             entry = fresh[f.path]
             language = f.language or "text"
+            redacted = entry.redacted
             chunks = materialize(entry.records, f.path, language, f.blob)
             n = len(chunks)
             path_lex, path_dense = path_documents(f.path)
@@ -540,6 +549,10 @@ def _assemble(
                 new_dense.append(entry.dense[i] + path_dense)
                 new_rows.append(row + i)
             fids.append(ids)
+        if redacted:
+            file_records[-1]["redacted"] = redacted
+            for kind, count in redacted.items():
+                redactions[kind] = redactions.get(kind, 0) + count
         languages[language] = languages.get(language, 0) + n
         chunk_file.append(np.full(n, file_index, dtype=np.int32))
         flags.append(np.full(n, path_flags(f.path), dtype=np.uint8))
@@ -600,6 +613,7 @@ def _assemble(
             "files": len(indexed),
             "chunks": n_rows,
             "skipped": dict(sorted(skip_counts.items())),
+            "redacted": dict(sorted(redactions.items())),
         },
         "languages": dict(sorted(languages.items())),
         "skipped_examples": examples,

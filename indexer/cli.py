@@ -138,6 +138,8 @@ def cmd_status(args: argparse.Namespace) -> int:
     )
     print(f"files      {counts['files']}  chunks {counts['chunks']}")
     print(f"skipped    {skipped}")
+    redacted = ", ".join(f"{k} {v}" for k, v in counts.get("redacted", {}).items()) or "none"
+    print(f"redacted   {redacted} (secret values replaced in indexed files)")
     langs = ", ".join(f"{k} {v}" for k, v in status["languages"].items())
     print(f"languages  {langs}")
     print(f"artifacts  {status['snapshot']} ({status['artifact_bytes'] / 1e6:.1f} MB)")

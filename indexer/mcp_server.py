@@ -105,7 +105,10 @@ class Service:
         import pygit2
 
         repo: Any = pygit2.Repository(index.manifest["repo_root"])
-        lines = bytes(repo[record["blob"]].data).decode("utf-8", "replace").splitlines()
+        from .secrets import redact
+
+        data, _ = redact(bytes(repo[record["blob"]].data))  # what the index holds, no secrets
+        lines = data.decode("utf-8", "replace").splitlines()
         if start_line > len(lines):
             raise IndexerError(f"{clean} has only {len(lines)} lines")
         end = min(end, len(lines))
