@@ -35,6 +35,7 @@ from .gitsource import (
     repo_root,
     resolve_commit,
 )
+from .integrity import write_chunk_sums
 from .lexical import LexicalIndex, postings_of
 from .pathclass import path_flags
 from .secrets import redact
@@ -171,7 +172,8 @@ class BaseSnapshot:
 
     def __init__(self, snapshot: Path) -> None:
         self.path = snapshot
-        self.manifest = read_manifest(snapshot)
+        # Fully verified: kept rows are copied into the next snapshot, damage must not spread.
+        self.manifest = read_manifest(snapshot, verify=True)
         if self.manifest.get("chunker_version") != CHUNKER_VERSION:
             raise IndexerError("base index was made by another chunker version")
         self.files: list[dict[str, Any]] = json.loads((snapshot / "files.json").read_text())
@@ -569,6 +571,7 @@ def _assemble(
         if lengths_:
             np.cumsum(np.concatenate(lengths_), out=offsets[1:])
         np.save(directory / offsets_name, offsets)
+    write_chunk_sums(directory)
     all_fids = np.concatenate(fids) if fids else np.zeros(0, dtype=np.int64)
     np.save(directory / "chunk_fids.npy", all_fids)
     np.save(

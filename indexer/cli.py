@@ -228,6 +228,20 @@ def cmd_ci(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_verify(args: argparse.Namespace) -> int:
+    from .provenance import verify_index
+
+    result = verify_index(args.repo, args.index_dir)
+    if args.json:
+        _emit_json(result)
+    else:
+        print(
+            f"ok: {result['files_checked']} files match their checksums, "
+            f"{result['chunks_checked']} chunks match commit {result['commit'][:12]}"
+        )
+    return 0
+
+
 def cmd_eval(args: argparse.Namespace) -> int:
     from pathlib import Path
 
@@ -331,6 +345,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("ci", parents=[common], help="build (incrementally) and publish, for CI")
     p.add_argument("--ref", default=None, help="ref name (default: refs/indexer/<branch>)")
     p.set_defaults(func=cmd_ci)
+
+    p = sub.add_parser(
+        "verify", parents=[common], help="check every artifact checksum and chunk against git"
+    )
+    p.set_defaults(func=cmd_verify)
 
     p = sub.add_parser("eval", help="retrieval quality on a dataset of queries with gold files")
     p.add_argument("--dataset", required=True, help="JSONL with query, gold_files, gold_functions")

@@ -119,7 +119,12 @@ RULES: tuple[tuple[str, re.Pattern[bytes], int, Callable[[bytes], bool]], ...] =
         0,
         _always,
     ),
-    ("aws_access_key", re.compile(rb"\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|AIPA)[A-Z0-9]{16}\b"), 0, _always),
+    (
+        "aws_access_key",
+        re.compile(rb"\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|AIPA)[A-Z0-9]{16}\b"),
+        0,
+        _always,
+    ),
     (
         "aws_secret_key",
         re.compile(

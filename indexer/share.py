@@ -113,6 +113,7 @@ def pull(
             f"the published index is for {indexed[:12]}, not HEAD or an ancestor "
             "of it; run `indexer build`"
         )
+    _check_content(repo, files, manifest, full_ref)
     table = StaticVectors.load()
     if manifest.get("vectors", {}).get("card") != table.card:
         raise IndexerError(
@@ -183,6 +184,26 @@ def _verified_files(repo: pygit2.Repository, tree: pygit2.Tree, ref: str) -> dic
         if len(data) != info.get("bytes") or hashlib.sha256(data).hexdigest() != info.get("sha256"):
             raise IndexerError(f"{reject}: {name} does not match its checksum (tampered?)")
     return files
+
+
+def _check_content(
+    repo: pygit2.Repository, files: dict[str, bytes], manifest: dict[str, Any], ref: str
+) -> None:
+    """Checksums only prove the files match their own manifest: anyone who can push the ref
+    can fix both. Every chunk is verified against the git blob it came from (provenance.py)."""
+    from .chunker import CHUNKER_VERSION
+    from .provenance import ProvenanceError, check_provenance
+
+    reject = f"rejected the index published at {ref}"
+    if manifest.get("chunker_version") != CHUNKER_VERSION:
+        raise IndexerError(
+            f"{reject}: it was made by chunker version {manifest.get('chunker_version')!r}, "
+            f"not {CHUNKER_VERSION}; publish it again with this version or run `indexer build`"
+        )
+    try:
+        check_provenance(files.__getitem__, set(files), repo, manifest["commit"])
+    except ProvenanceError as exc:
+        raise IndexerError(f"{reject}: {exc} (forged or damaged; nothing was adopted)") from None
 
 
 def ci(
