@@ -71,7 +71,7 @@ class BlobCache:
         path = self._path(blob, language, stem)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".tmp-{os.getpid()}-")
             with os.fdopen(fd, "w", encoding="utf-8") as fh:
                 fh.write(entry.to_json())
             os.replace(tmp, path)
@@ -82,6 +82,11 @@ class BlobCache:
         """Delete least recently used entries until the cache fits; returns bytes removed."""
         if not self.directory.exists():
             return 0
+        from .store import remove_stale_temporaries
+
+        for folder in self.directory.iterdir():
+            if folder.is_dir():
+                remove_stale_temporaries(folder)  # entries a killed build was writing
         entries = []
         total = 0
         for path in self.directory.glob("*/*.json"):

@@ -155,10 +155,12 @@ def chunk_files(
             results.extend(chunk_batch(repo_path, batch))
             progress.advance(len(batch))
         return results
-    from joblib import Parallel, delayed
+    from joblib import delayed
 
-    parallel = Parallel(n_jobs=jobs, return_as="generator", batch_size=1)
-    for batch_result in parallel(delayed(chunk_batch)(repo_path, b) for b in batches):
+    from .workers import parallel
+
+    pool = parallel(jobs, return_as="generator", batch_size=1)
+    for batch_result in pool(delayed(chunk_batch)(repo_path, b) for b in batches):
         results.extend(batch_result)
         progress.advance(len(batch_result))
     return results

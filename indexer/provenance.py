@@ -23,7 +23,7 @@ import numpy as np
 from .chunker import chunk_id, path_stem
 from .dense import faiss_id
 from .errors import IndexerError
-from .integrity import CHUNK_SUMS, chunk_sums, check_rows
+from .integrity import CHUNK_SUMS, check_rows, chunk_sums
 from .secrets import redact
 
 _SPECIAL_NAMES = frozenset({"", "<module>", "<anonymous>"})

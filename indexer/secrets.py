@@ -62,8 +62,36 @@ SECRET_NAMES = (
 )
 SECRET_DIRS = frozenset({".ssh", ".gnupg", ".aws", ".docker"})
 CODE_SUFFIXES = frozenset(
-    ".py .pyi .js .jsx .mjs .cjs .ts .tsx .go .rs .java .kt .scala .swift .rb .php .cs .c .h "
-    ".cc .cpp .hpp .lua .zig .sh .bash .md .rst".split()
+    [
+        ".py",
+        ".pyi",
+        ".js",
+        ".jsx",
+        ".mjs",
+        ".cjs",
+        ".ts",
+        ".tsx",
+        ".go",
+        ".rs",
+        ".java",
+        ".kt",
+        ".scala",
+        ".swift",
+        ".rb",
+        ".php",
+        ".cs",
+        ".c",
+        ".h",
+        ".cc",
+        ".cpp",
+        ".hpp",
+        ".lua",
+        ".zig",
+        ".sh",
+        ".bash",
+        ".md",
+        ".rst",
+    ]
 )
 _NAME_PATTERN = re.compile("|".join(fnmatch.translate(p) for p in SECRET_NAMES))
 
@@ -201,8 +229,8 @@ TRIGGERS = (
     *(b"access_key", b"accesskey", b"private_key", b"privatekey"),
 )
 
-_WORDS = (b"password", b"passwd", b"pwd", b"secret", b"token", b"api_key", b"apikey")
-_WORDS += (b"access_key", b"accesskey", b"private_key", b"privatekey")
+_WORDS: tuple[bytes, ...] = (b"password", b"passwd", b"pwd", b"secret", b"token", b"api_key")
+_WORDS += (b"apikey", b"access_key", b"accesskey", b"private_key", b"privatekey")
 RULE_TRIGGERS: dict[str, tuple[bytes, ...]] = {
     "aws_access_key": TRIGGERS[:7],
     "aws_secret_key": (b"secret",),

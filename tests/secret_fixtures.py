@@ -60,7 +60,7 @@ def connection_settings():
     return {{"host": "db.internal", "port": 5432, "user": "billing"}}
 '''
 
-KEYS_MODULE_PY = f'''"""Signing helpers with an embedded private key (a bad idea, but real code does it)."""
+KEYS_MODULE_PY = f'''"""Signing helpers with an embedded private key (real code does it)."""
 
 SIGNING_KEY = """{PRIVATE_KEY_BLOCK}
 """
@@ -88,12 +88,13 @@ SIX_SECRET_FILES: dict[str, str | bytes] = {
     "app/settings.py": SETTINGS_PY,
     "app/keys.py": KEYS_MODULE_PY,
     "id_rsa.txt": PRIVATE_KEY_BLOCK + "\n",
-    "secrets.env.yaml": f"database:\n  password: {DB_PASSWORD}\naws_secret_access_key: {AWS_SECRET}\n",
+    "secrets.env.yaml": f"database:\n  password: {DB_PASSWORD}\n"
+    f"aws_secret_access_key: {AWS_SECRET}\n",
     "config/credentials.ini": f"[default]\naws_access_key_id = {AWS_KEY}\n"
     f"aws_secret_access_key = {AWS_SECRET}\n",
     # Skipped today only because their extension is unknown: must stay skipped by name.
     ".env": f"GITHUB_TOKEN={GITHUB_TOKEN}\n",
     ".ssh/id_rsa": PRIVATE_KEY_BLOCK + "\n",
     "server.pem": PRIVATE_KEY_BLOCK + "\n",
-    "app/billing.py": "def total(lines):\n    \"\"\"Sum of invoice lines.\"\"\"\n    return sum(lines)\n",
+    "app/billing.py": 'def total(lines):\n    """Sum of invoice lines."""\n    return sum(lines)\n',
 }
