@@ -47,9 +47,11 @@ def cmd_build(args: argparse.Namespace) -> int:
         _emit_json(report.to_dict())
     else:
         skipped = ", ".join(f"{k} {v}" for k, v in report.skipped.items()) or "none"
+        redacted = sum(report.redacted.values())
         print(
             f"indexed {report.commit[:12]}: {report.files} files, {report.chunks} chunks "
             f"in {report.seconds:.1f}s ({report.bytes / 1e6:.1f} MB); skipped: {skipped}"
+            + (f"; {redacted} secret values redacted" if redacted else "")
         )
     return 0
 
