@@ -35,7 +35,7 @@ from .gitsource import (
     repo_root,
     resolve_commit,
 )
-from .integrity import write_chunk_sums
+from .integrity import CHUNK_SUMS, chunk_sum, chunk_sums
 from .lexical import LexicalIndex, postings_of
 from .pathclass import path_flags
 from .secrets import redact
@@ -197,6 +197,26 @@ class BaseSnapshot:
         self.fids, self.vectors = DenseIndex.load(snapshot, mmap=False).stored()
         self._meta = _map(snapshot / "chunks.jsonl")
         self._texts = _map(snapshot / "texts.bin")
+        self._sums = (
+            np.load(snapshot / CHUNK_SUMS, allow_pickle=False)
+            if CHUNK_SUMS in self.manifest["files"]
+            else None
+        )
+
+    def sums_of(self, start: int, end: int) -> np.ndarray:
+        """Kept rows' digests: verified with the whole base, or computed for an older one."""
+        if self._sums is not None:
+            return np.asarray(self._sums[start:end], dtype=np.int64)
+        meta_offsets, text_offsets = self.meta_offsets, self.text_offsets
+        return np.asarray(
+            chunk_sums(
+                self._meta,
+                meta_offsets[start : end + 1],
+                self._texts,
+                text_offsets[start : end + 1],
+            ),
+            dtype=np.int64,
+        )
 
     def meta_bytes(self, start: int, end: int) -> bytes:
         return bytes(self._meta[int(self.meta_offsets[start]) : int(self.meta_offsets[end])])
@@ -491,6 +511,7 @@ def _assemble(
     meta_lengths: list[np.ndarray] = []
     text_lengths: list[np.ndarray] = []
     fids: list[np.ndarray] = []
+    sums: list[np.ndarray] = []  # chunk_sums.npy (indexer/integrity.py)
     chunk_file: list[np.ndarray] = []
     flags: list[np.ndarray] = []
     symbols: list[str] = []
@@ -523,6 +544,7 @@ def _assemble(
             text_lengths.append(np.diff(base.text_offsets[start : end + 1]))
             base_rows.append(np.arange(start, end))
             fids.append(base.fids[start:end])
+            sums.append(base.sums_of(start, end))
             symbols.extend(base.columns["symbols"][start:end])
             kinds.extend(base.columns["kinds"][start:end])
             defines.extend(base.columns["defines"][start:end])
@@ -543,6 +565,7 @@ def _assemble(
                 line = json.dumps(record, ensure_ascii=False).encode("utf-8") + b"\n"
                 meta_parts.append(line)
                 text_parts.append(text)
+                sums.append(np.array([chunk_sum(line, text)], dtype=np.int64))
                 meta_lengths.append(np.array([len(line)], dtype=np.int64))
                 text_lengths.append(np.array([len(text)], dtype=np.int64))
                 ids[i] = faiss_id(c.id)
@@ -573,7 +596,7 @@ def _assemble(
         if lengths_:
             np.cumsum(np.concatenate(lengths_), out=offsets[1:])
         np.save(directory / offsets_name, offsets)
-    write_chunk_sums(directory)
+    np.save(directory / CHUNK_SUMS, np.concatenate(sums) if sums else np.zeros(0, np.int64))
     all_fids = np.concatenate(fids) if fids else np.zeros(0, dtype=np.int64)
     np.save(directory / "chunk_fids.npy", all_fids)
     np.save(

@@ -47,6 +47,7 @@ def chunk_sum(meta: bytes, text: bytes) -> int:
 
 
 def chunk_sums(meta: Any, meta_offsets: np.ndarray, texts: Any, text_offsets: np.ndarray) -> Any:
+    """Digests of the rows the (absolute) offsets delimit."""
     rows = len(meta_offsets) - 1
     out = np.empty(rows, dtype=np.int64)
     for row in range(rows):
@@ -55,15 +56,6 @@ def chunk_sums(meta: Any, meta_offsets: np.ndarray, texts: Any, text_offsets: np
             bytes(texts[int(text_offsets[row]) : int(text_offsets[row + 1])]),
         )
     return out
-
-
-def write_chunk_sums(directory: Path) -> None:
-    """chunk_sums.npy for the chunk store just written in `directory`."""
-    meta = (directory / "chunks.jsonl").read_bytes()
-    texts = (directory / "texts.bin").read_bytes()
-    meta_offsets = np.load(directory / "chunk_offsets.npy", allow_pickle=False)
-    text_offsets = np.load(directory / "text_offsets.npy", allow_pickle=False)
-    np.save(directory / CHUNK_SUMS, chunk_sums(meta, meta_offsets, texts, text_offsets))
 
 
 def check_on_load(snapshot: Path, manifest: dict[str, Any]) -> None:
