@@ -4,7 +4,9 @@
 tree, the git index and HEAD are never touched, and the ref's history does not grow. `pull`
 adopts a published snapshot whose commit is HEAD, or an ancestor of HEAD (then updates
 incrementally). Fetched artifacts are data only: every file is checked against the manifest's
-size and sha256, only known file names are accepted, and nothing in them is executable.
+size and sha256, only known file names are accepted, and nothing in them is executable. As the
+ref's pusher can fix those checksums too, every chunk is then checked against the git blob it
+came from (indexer/provenance.py) before anything is written.
 """
 
 from __future__ import annotations
