@@ -146,7 +146,7 @@ class Index:
         vectors: StaticVectors | None = None,
     ) -> None:
         self.snapshot = snapshot
-        self.manifest = read_manifest(snapshot)
+        self.manifest = corrupt_as_error(read_manifest)(snapshot)
         corrupt_as_error(check_on_load)(snapshot, self.manifest)
         self.fusion = fusion or FusionConfig.load()
         self._vectors = vectors
