@@ -136,13 +136,26 @@ class _FileText:
         self.text = data.decode("utf-8", errors="replace")
         self.lines = self.text.splitlines()
         self._flat: str | None = None
+        self._found: dict[str, bool] = {}
 
     @property
     def flat(self) -> str:
-        """Whitespace collapsed (signatures and docstrings are squeezed)."""
+        """The whole file, whitespace collapsed (signatures and names are squeezed), then
+        again without `*/` (comment docstrings drop it)."""
         if self._flat is None:
-            self._flat = " ".join(self.text.replace("*/", " ").split())
+            squeezed = " ".join(self.text.split())
+            self._flat = squeezed + "\0" + squeezed.replace("*/", "")
         return self._flat
+
+    def occurs(self, fragment: str, region: str) -> bool:
+        """`fragment` (whitespace collapsed) in the definition's lines, or else anywhere in the
+        file (qualified names start with their enclosing scopes); file-wide answers are cached."""
+        squeezed = " ".join(fragment.split())
+        if squeezed in region:
+            return True
+        if squeezed not in self._found:
+            self._found[squeezed] = squeezed in self.flat
+        return self._found[squeezed]
 
     def explain(self, record: dict[str, Any], text: str) -> str | None:
         """Why `text` and the record's fields are not this file's content, or None."""
@@ -150,22 +163,30 @@ class _FileText:
         if not 0 <= start <= end < max(len(self.lines), 1):
             return "points outside its file"
         exact = "\n".join(self.lines[start : end + 1])
-        if text != exact and not self._elided(text, start, end, record["kind"] == "class"):
+        first = (
+            start if text == exact else self._elided(text, start, end, record["kind"] == "class")
+        )
+        if first is None:
             return "has text that is not in its file at that commit"
-        if record["signature"] and " ".join(record["signature"].split()) not in self.flat:
+        # Signature, docstring and names come from the definition's own lines.
+        region = " ".join(" ".join(self.lines[first : end + 1]).split())
+        region += "\0" + region.replace("*/", "")  # comment docstrings drop `*/`
+        if record["signature"] and not self.occurs(record["signature"], region):
             return "has a signature that is not in its file"
         for line in record["docstring"].splitlines():
-            if " ".join(line.split()) not in self.flat:
+            if not self.occurs(line, region):
                 return "has a docstring that is not in its file"
         stem = path_stem(record["path"])
         for name in (record["symbol"], *record["qualname"].split(".")):
-            if name not in _SPECIAL_NAMES and name != stem and name not in self.text:
+            # Names are whitespace-collapsed and may be cut (chunker._clean_name).
+            if name not in _SPECIAL_NAMES and name != stem and not self.occurs(name, region):
                 return f"names {name!r}, which is not in its file"
         return None
 
-    def _elided(self, text: str, start: int, end: int, summary: bool) -> bool:
+    def _elided(self, text: str, start: int, end: int, summary: bool) -> int | None:
         """Runs of the file's lines, in order, separated by `...` markers: a class summary
-        starts at `start`; a split definition is a header run then exactly lines start..end."""
+        starts at `start`; a split definition is a header run then exactly lines start..end.
+        Returns the first line of the definition, or None when the text is not derivable."""
         runs: list[list[str]] = [[]]
         for line in text.split("\n"):
             if _is_marker(line):
@@ -173,29 +194,40 @@ class _FileText:
             else:
                 runs[-1].append(line)
         runs = [r for r in runs if r]
-        if len(runs) < 1:
-            return False
+        if not runs:
+            return None
         if not summary:
-            tail = self.lines[start : end + 1]
-            return runs[-1] == tail and self._in_order(runs[:-1], 0, start)
-        first = runs[0]
-        if self.lines[start : start + len(first)] != first:
-            return False
-        return self._in_order(runs[1:], start + len(first), end + 1)
+            if runs[-1] != self.lines[start : end + 1]:
+                return None
+            # The repeated header may reach into a window of a long first statement.
+            return self._in_order(runs[:-1], 0, end + 1)
+        head = runs[0]
+        if self.lines[start : start + len(head)] != head:
+            return None
+        found = self._in_order(runs[1:], start + len(head), end + 1)
+        return None if found is None else start
 
-    def _in_order(self, runs: list[list[str]], lo: int, hi: int) -> bool:
+    def _in_order(self, runs: list[list[str]], lo: int, hi: int) -> int | None:
         """Each run found as contiguous lines within [lo, hi), each after the previous one
-        (earliest placement is optimal for ordered blocks)."""
-        pos = lo
+        (earliest placement is optimal for ordered blocks). Returns where the first run
+        starts (`lo` when there are none), or None."""
+        pos, first = lo, None
+        lines = self.lines
         for run in runs:
-            size = len(run)
+            size, head = len(run), run[0]
             found = next(
-                (p for p in range(pos, hi - size + 1) if self.lines[p : p + size] == run), None
+                (
+                    p
+                    for p in range(pos, hi - size + 1)
+                    if lines[p] == head and lines[p : p + size] == run
+                ),
+                None,
             )
             if found is None:
-                return False
+                return None
+            first = found if first is None else first
             pos = found + size
-        return True
+        return lo if first is None else first
 
 
 def verify_index(repo_path: str | None, index_dir: str | None = None) -> dict[str, Any]:

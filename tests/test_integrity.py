@@ -19,7 +19,7 @@ from indexer.integrity import chunk_sums
 from indexer.share import publish
 from indexer.store import current_snapshot
 
-from .conftest import SAMPLE_FILES, run_cli
+from .conftest import SAMPLE_FILES, MakeRepo, run_cli
 from .test_errors import assert_clean_error
 from .test_share import _republish_with, clone_with_index
 
@@ -96,6 +96,32 @@ def test_an_honest_shared_index_is_verified_and_adopted(sample_repo: Path, tmp_p
     assert run_cli("pull", cwd=clone).returncode == 0
     proc = run_cli("verify", "--json", cwd=clone)
     assert proc.returncode == 0 and json.loads(proc.stdout)["chunks_checked"] > 5
+
+
+LONG_SIGNATURE = (
+    "@decorator\ndef configure(\n"
+    + "".join(f"    option_{i}: int = {i},\n" for i in range(150))
+    + ") -> int:\n"
+    + "".join(f"    total_{i} = option_{i} * 2\n" for i in range(150))
+    + "    return 0\n"
+)
+JS_COMMENTED = (
+    "function merge(/* obj1, obj2, ... */) {\n  return Object.assign({}, ...arguments);\n}\n"
+)
+
+
+def test_verify_accepts_every_chunk_shape(make_repo: MakeRepo) -> None:
+    """Split definitions whose repeated header reaches into a window, class summaries, comments
+    inside signatures: real shapes that a too-strict check would call forged."""
+    root = make_repo({**SAMPLE_FILES, "cli/main.py": LONG_SIGNATURE, "lib/merge.js": JS_COMMENTED})
+    assert run_cli("build", cwd=root).returncode == 0
+    proc = run_cli("verify", "--json", cwd=root)
+    assert proc.returncode == 0, proc.stderr
+    index = Index.open(root)
+    chunks = [index.chunk_at(row) for row in range(len(index))]
+    repeated = [c for c in chunks if c.qualname == "configure" and c.start_line > 1]
+    assert repeated and all(c.text.startswith("@decorator\ndef configure(") for c in repeated)
+    assert any(c.kind == "class" and "    ..." in c.text for c in chunks)  # a class summary
 
 
 def test_verify_finds_same_size_changes_and_forged_checksums(sample_repo: Path) -> None:
