@@ -174,10 +174,11 @@ class BaseSnapshot:
 
     def __init__(self, snapshot: Path) -> None:
         self.path = snapshot
-        # Fully verified: kept rows are copied into the next snapshot, damage must not spread.
-        self.manifest = read_manifest(snapshot, verify=True)
+        self.manifest = read_manifest(snapshot)
         if self.manifest.get("chunker_version") != CHUNKER_VERSION:
             raise IndexerError("base index was made by another chunker version")
+        # Fully verified: kept rows are copied into the next snapshot, damage must not spread.
+        read_manifest(snapshot, verify=True)
         self.files: list[dict[str, Any]] = json.loads((snapshot / "files.json").read_text())
         self.skipped: dict[str, list[str]] = json.loads((snapshot / "skipped.json").read_text())
         chunk_file = np.load(snapshot / "chunk_file.npy", allow_pickle=False)
