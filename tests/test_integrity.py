@@ -14,12 +14,13 @@ import pygit2
 import pytest
 
 from indexer import Index, integrity
+from indexer.build import update_index
 from indexer.errors import IndexerError
 from indexer.integrity import chunk_sums
 from indexer.share import publish
 from indexer.store import current_snapshot
 
-from .conftest import SAMPLE_FILES, MakeRepo, run_cli
+from .conftest import SAMPLE_FILES, MakeRepo, commit_all, run_cli, write_files
 from .test_errors import assert_clean_error
 from .test_share import _republish_with, clone_with_index
 
@@ -204,3 +205,14 @@ def test_fuzzed_artifacts_give_correct_results_or_a_clean_error(
                 path.write_bytes(original)
     assert outcomes["clean error"] > 0
     assert outcomes["served"] > 0 or hashed_on_load
+
+
+def test_an_update_never_copies_damaged_rows(sample_repo: Path) -> None:
+    assert run_cli("build", cwd=sample_repo).returncode == 0
+    texts = current_snapshot(sample_repo / ".git" / "indexer") / "texts.bin"
+    texts.write_bytes(texts.read_bytes().replace(b"base_delay * 2", b"base_delay * 0"))
+    write_files(sample_repo, {"later.py": "def later():\n    return 1\n"})
+    commit_all(sample_repo, "later")
+    report = update_index(sample_repo, progress=False)
+    assert report.mode == "full"  # the damaged base was not used
+    assert run_cli("verify", cwd=sample_repo).returncode == 0
