@@ -145,8 +145,10 @@ class Server:
                     conn, _ = listener.accept()
                 except TimeoutError:
                     continue
-                last = time.monotonic()
-                if self._answer(conn):
+                stop, active = self._answer(conn)
+                if active:  # a status probe does not keep an idle server alive
+                    last = time.monotonic()
+                if stop:
                     break
         finally:
             listener.close()
@@ -154,8 +156,8 @@ class Server:
                 with contextlib.suppress(FileNotFoundError):
                     self.path.unlink()
 
-    def _answer(self, conn: socket.socket) -> bool:
-        """Answer one connection; True when asked to stop."""
+    def _answer(self, conn: socket.socket) -> tuple[bool, bool]:
+        """Answer one connection: (asked to stop, ran a command)."""
         with conn:
             conn.settimeout(10.0)
             try:
@@ -164,14 +166,15 @@ class Server:
                     data += chunk
                 request = json.loads(data)
             except (OSError, ValueError):
-                return False
+                return False, False
             try:
                 reply = self.handle(request)
             except Exception as exc:  # never die on one request: the CLI falls back
                 reply = {"rc": 1, "stderr": f"indexer: internal error: {exc}\n"}
             with contextlib.suppress(OSError):
                 conn.sendall(json.dumps(reply).encode("utf-8"))
-            return bool(reply.get("stopping"))
+            ran = isinstance(request, dict) and request.get("op") == "run"
+            return bool(reply.get("stopping")), ran
 
 
 def _same_socket(path: Path, inode: int) -> bool:

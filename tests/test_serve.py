@@ -49,9 +49,7 @@ def served(sample_repo: Path, env: dict[str, str]):  # type: ignore[no-untyped-d
     cli(env, "serve", "--stop", "--repo", str(sample_repo))
 
 
-def test_forwarded_commands_answer_exactly_as_local_ones(
-    served: Path, env: dict[str, str]
-) -> None:
+def test_forwarded_commands_answer_exactly_as_local_ones(served: Path, env: dict[str, str]) -> None:
     args = ("search", "retry with exponential backoff", "--repo", str(served), "--json")
     local = cli(env, *args, INDEXER_SERVE="0")
     forwarded = cli(env, *args)
