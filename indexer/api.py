@@ -382,6 +382,7 @@ class Index:
             "snapshot": str(self.snapshot),
             "counts": m["counts"],
             "languages": m.get("languages", {}),
+            "warnings": m.get("warnings", []),
             "artifact_bytes": sum(f["bytes"] for f in m["files"].values()),
             "files": {name: info["bytes"] for name, info in m["files"].items()},
         }

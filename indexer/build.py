@@ -29,6 +29,7 @@ from .errors import IndexerError
 from .gitsource import (
     SourceFile,
     content_skip_reason,
+    coverage_warnings,
     last_change_times,
     list_tree,
     open_repository,
@@ -64,6 +65,7 @@ class BuildReport:
     cached_files: int = 0  # taken from the blob cache
     chunked_files: int = 0  # parsed now
     searchable_seconds: float = 0.0  # until the new snapshot answered searches (graph follows)
+    warnings: list[str] = field(default_factory=list)  # nothing indexed, most files skipped
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -428,6 +430,7 @@ def _report(
         languages=manifest.get("languages", {}),
         mode=mode,
         reused_files=reused,
+        warnings=list(manifest.get("warnings", [])),
     )
 
 
@@ -603,6 +606,7 @@ def _assemble(
         },
         "languages": dict(sorted(languages.items())),
         "skipped_examples": examples,
+        "warnings": coverage_warnings(len(indexed), skip_counts),
     }
 
 

@@ -42,6 +42,8 @@ def cmd_build(args: argparse.Namespace) -> int:
         jobs=args.jobs,
         progress=None if not args.json else False,
     )
+    for warning in report.warnings:
+        print(f"WARNING: {warning}", file=sys.stderr)
     if args.json:
         _emit_json(report.to_dict())
     else:
@@ -138,6 +140,8 @@ def cmd_status(args: argparse.Namespace) -> int:
     )
     print(f"files      {counts['files']}  chunks {counts['chunks']}")
     print(f"skipped    {skipped}")
+    for warning in status["warnings"]:
+        print(f"WARNING    {warning}")
     langs = ", ".join(f"{k} {v}" for k, v in status["languages"].items())
     print(f"languages  {langs}")
     print(f"artifacts  {status['snapshot']} ({status['artifact_bytes'] / 1e6:.1f} MB)")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+from .languages import PLAIN_TEXT, detect_language
+
 # Path classes that are down-weighted at query time unless the query asks for them.
 FLAG_TEST, FLAG_EXAMPLE, FLAG_DOCS, FLAG_VENDORED, FLAG_GENERATED = 1, 2, 4, 8, 16
 _FLAG_PATTERNS = [
@@ -29,7 +31,8 @@ _FLAG_PATTERNS = [
 
 
 def path_flags(path: str) -> int:
-    flags = 0
+    # A text file of no known format (the plain-text fallback) ranks like documentation.
+    flags = FLAG_DOCS if detect_language(path) == PLAIN_TEXT else 0
     for flag, pattern in _FLAG_PATTERNS:
         if pattern.search(path.lower()):
             flags |= flag
