@@ -19,8 +19,9 @@ from .errors import IndexerError, NotARepositoryError
 from .fusion import FusionConfig, confidence, recency_score, rrf
 from .lexical import LexicalIndex
 from .query import Query, parse_query
-from .rerank import rerank, saturate
+from .rerank import file_evidence, rerank, saturate
 from .store import current_snapshot, default_index_dir, read_manifest
+from .tokens import path_terms
 from .vectors import StaticVectors
 
 if TYPE_CHECKING:
@@ -263,7 +264,7 @@ class Index:
         n_cand = min(int(cfg["candidates"]), len(self))
         weights = cfg["retriever_weights"][q.kind(int(cfg["long_query_words"]))]
 
-        bm25, coverage = self.lexical.score(q.lexical)
+        bm25, coverage = self.lexical.score(q.lexical, q.term_weights)
         hits = np.nonzero(bm25 > 0)[0]
         top_bm25 = hits[np.argsort(-bm25[hits], kind="stable")][:n_cand]
 
@@ -281,6 +282,9 @@ class Index:
         single = len(retrievers) == 1  # a retriever alone (ablations) keeps its full weight
         if "bm25" in retrievers:
             lists.append((top_bm25, 1.0 if single else float(weights["bm25"])))
+            if q.symbol_like:
+                # Names BM25 cannot see (`g`, one letter) and exact definitions first.
+                lists.append((self.defining_rows(q.identifiers)[:n_cand], 1.0))
         if "dense" in retrievers:
             lists.append((top_dense, 1.0 if single else float(weights["dense"])))
         fused = rrf(lists, float(cfg["rrf_k"]))
@@ -298,7 +302,7 @@ class Index:
                 sim_of[r] = s
         similarity = np.asarray([sim_of.get(r, 0.0) for r in rows.tolist()], dtype=np.float32)
 
-        scores = rerank(self, q, rows, scores)
+        scores = file_evidence(self, rows, rerank(self, q, rows, scores))
         order = np.argsort(-scores, kind="stable")
         rows, scores, similarity = rows[order], scores[order], similarity[order]
         rows, scores, similarity = saturate(self, rows, scores, similarity)
@@ -344,6 +348,42 @@ class Index:
         sorted_fids, order = self._fid_lookup
         pos = np.searchsorted(sorted_fids, fids)
         return order[np.clip(pos, 0, len(order) - 1)].astype(np.int64)
+
+    @cached_property
+    def _definitions(self) -> dict[str, list[int]]:
+        """Lowercased defined name -> rows: definitions' symbols and module-level names."""
+        table: dict[str, list[int]] = {}
+        for row, (symbol, names) in enumerate(
+            zip(self._columns["symbols"], self._columns["defines"], strict=True)
+        ):
+            for name in {symbol.lower(), *names.lower().split()} - {""}:
+                table.setdefault(name, []).append(row)
+        return table
+
+    def defining_rows(self, names: set[str]) -> np.ndarray:
+        """Rows that define one of `names` exactly (definitions before module-level names)."""
+        kinds = self._columns["kinds"]
+        rows = sorted(
+            {r for name in names for r in self._definitions.get(name, ())},
+            key=lambda r: (kinds[r] == "module", r),
+        )
+        return np.asarray(rows, dtype=np.int64)
+
+    @cached_property
+    def project_terms(self) -> set[str]:
+        """The project's own names (its top-level code directories, `src/<name>`): words that
+        every report about it says, so they never ask for tests or docs by themselves."""
+        from .pathclass import path_flags
+
+        names: set[str] = set()
+        for f in self.files:
+            parts = f["path"].split("/")
+            if len(parts) < 2:
+                continue
+            top = parts[1] if parts[0] in ("src", "lib") and len(parts) > 2 else parts[0]
+            if not path_flags(top + "/"):
+                names.add(top)
+        return {t for name in names for t in path_terms(name)}
 
     @cached_property
     def path_term_cache(self) -> list[tuple[set[str], set[str]] | None]:

@@ -37,7 +37,7 @@ from .gitsource import (
     resolve_commit,
 )
 from .lexical import LexicalIndex, postings_of
-from .pathclass import path_flags
+from .pathclass import content_flags
 from .store import (
     SnapshotWriter,
     current_snapshot,
@@ -185,6 +185,7 @@ class BaseSnapshot:
         self.language_of = {f["path"]: f.get("language", "") for f in self.files}
         self.meta_offsets = np.load(snapshot / "chunk_offsets.npy", allow_pickle=False)
         self.text_offsets = np.load(snapshot / "text_offsets.npy", allow_pickle=False)
+        self.flags = np.load(snapshot / "chunk_flags.npy", allow_pickle=False)
         self.columns: dict[str, list[str]] = json.loads((snapshot / "columns.json").read_text())
         self.lexical = LexicalIndex.load(snapshot)
         self.fids, self.vectors = DenseIndex.load(snapshot, mmap=False).stored()
@@ -520,6 +521,7 @@ def _assemble(
             defines.extend(base.columns["defines"][start:end])
             kept_new_rows.append(np.arange(row, row + n))
             language = base.language_of.get(f.path, "")
+            file_flags = int(base.flags[start]) if n else 0
         else:
             entry = fresh[f.path]
             language = f.language or "text"
@@ -543,9 +545,10 @@ def _assemble(
                 new_dense.append(entry.dense[i] + path_dense)
                 new_rows.append(row + i)
             fids.append(ids)
+            file_flags = content_flags(f.path, "\n".join(r["text"] for r in entry.records))
         languages[language] = languages.get(language, 0) + n
         chunk_file.append(np.full(n, file_index, dtype=np.int32))
-        flags.append(np.full(n, path_flags(f.path), dtype=np.uint8))
+        flags.append(np.full(n, file_flags, dtype=np.uint8))
         row += n
     n_rows = row
 

@@ -40,6 +40,8 @@ DEFAULTS: dict[str, Any] = {
         "coherence": 0.2,  # several candidates from one file
         "saturation": 0.7,  # j-th chunk of a file in the ranking is multiplied by this**j
         "demote": 0.3,  # tests/examples/docs/vendored/generated unless asked for
+        "prose": 0.5,  # text and doc sections, for issue-sized queries not about docs
+        "file_evidence": 0.0,  # a file's next chunks add this share of their score (rerank.py)
     },
     # Code-graph signals (indexer/graph.py graph_rerank); 0 = off. Only the PageRank prior
     # raised dev-set MRR (both sets, R@10 unchanged); expand and file_boost did not

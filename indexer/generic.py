@@ -16,6 +16,7 @@ from .treenodes import (
     Definition,
     clean_name,
     comment_docstring,
+    node_name,
     node_text,
     signature_end_line,
     signature_of,
@@ -36,7 +37,7 @@ _NOT_DEFINITION = re.compile(
     r"modifier|literal|pattern|type$|^type|list|clause|access|keyword|import|export|operator|"
     r"specifier$|declarator|signature|header|_head|_left|attribute|qualifier|path|"
     r"field|member|variant|value$|constraint|application|selector|anonymous|arrow|lambda|"
-    r"^end_|_end$|^object$|_id$|_lit$|annotation|directive|include"
+    r"^end_|_end$|^object$|_id$|_lit$|annotation|directive|include|variable"
 )
 # Definitions named by a grammar without a defining word in their type.
 _EXTRA_DEFINITIONS = {
@@ -51,6 +52,9 @@ _EXTRA_DEFINITIONS = {
     "service": "class",  # protobuf
     "resource": "class",  # solidity
     "block": "class",  # hcl / terraform: resource "x" "y" { }
+    "create_table": "class",  # sql
+    "create_view": "class",
+    "create_function": "function",
 }
 _EXTRA_IN = {"block": frozenset({"hcl", "terraform"})}
 # Heads of defining calls (Elixir, Clojure, Lisps, Scheme, Janet, Fennel, CMake).
@@ -88,6 +92,8 @@ _NO_DESCENT = re.compile(
     r"comment|string|signature|annotation|import|parameters|arguments|type_expression"
 )
 _COMMENT = re.compile(r"comment|haddock")
+# Dart: `function_signature` and its `function_body` are siblings.
+_SPLIT_SIGNATURE = re.compile(r"^(function|method|getter|setter|constructor)_signature$")
 MAX_DEPTH = 12
 
 
@@ -109,7 +115,11 @@ def _collect(
             continue
         if comments and child.start_point[0] > comments[-1].end_point[0] + 1:
             comments = []
-        definition = _as_definition(language, child, data, scope, comments, depth)
+        body = child.next_named_sibling
+        if _SPLIT_SIGNATURE.search(child.type) and body is not None and "body" in body.type:
+            definition = _as_definition(language, child, data, scope, comments, depth, body)
+        else:
+            definition = _as_definition(language, child, data, scope, comments, depth)
         comments = []
         if definition is not None:
             found.append(definition)
@@ -168,11 +178,13 @@ def _named_by(node: Any, data: bytes) -> str:
         return clean_name(".".join(labels))
     field = node.child_by_field_name("name")
     if field is not None:
-        return clean_name(node_text(field, data).strip("\"'"))
+        return _tidy(node_text(field, data).strip("\"'"))
+    if node.child_by_field_name("declarator") is not None:  # C-like: in the declarator chain
+        return _tidy(node_name(node, data))
     for child in node.named_children[:3]:
         if _NAME_TYPE.search(child.type) and child.type != "string":
-            return clean_name(node_text(child, data))
-    for child in node.named_children[:2]:
+            return _tidy(node_text(child, data))
+    for child in node.named_children[:4]:
         if child.named_child_count and not re.search(r"body|block", child.type):
             name = _first_name(child, data, 2)
             if name:
@@ -180,9 +192,14 @@ def _named_by(node: Any, data: bytes) -> str:
     return ""
 
 
+def _tidy(name: str) -> str:
+    """`put*` (Nim's export mark) -> put; `Cache(v)` (type parameters) -> Cache."""
+    return clean_name(name).split("(", 1)[0].rstrip("*")
+
+
 def _first_name(node: Any, data: bytes, depth: int) -> str:
     if _NAME_TYPE.search(node.type) and not node.named_child_count:
-        return clean_name(node_text(node, data).strip("\"'"))
+        return _tidy(node_text(node, data).strip("\"'"))
     if _NAME_TYPE.search(node.type) and node.type in ("sym_lit", "alias", "scoped_identifier"):
         return clean_name(node_text(node, data))
     if depth == 0:
@@ -205,20 +222,31 @@ def _body(node: Any) -> Any:
 
 
 def _as_definition(
-    language: str, node: Any, data: bytes, scope: list[str], comments: list[Any], depth: int
+    language: str,
+    node: Any,
+    data: bytes,
+    scope: list[str],
+    comments: list[Any],
+    depth: int,
+    split_body: Any = None,
 ) -> Definition | None:
-    kind, name = _classify(language, node, data)
-    if kind is None:
+    kind: str | None = "function"
+    if split_body is not None:
+        name = _named_by(node, data)
+    else:
+        kind, name = _classify(language, node, data)
+    if kind is None or not name:
         return None
     qualified = re.sub(r"::|:(?=\w)", ".", name)
     qualname = ".".join([*scope, qualified])
     symbol = qualified.rsplit(".", 1)[-1] or qualified
     start_node = comments[0] if comments else node
     start_line = start_node.start_point[0]
-    end_line = node.end_point[0]
-    if node.end_point[1] == 0 and end_line > start_line:
+    last = split_body if split_body is not None else node
+    end_line = last.end_point[0]
+    if last.end_point[1] == 0 and end_line > start_line:
         end_line -= 1
-    body = _body(node)
+    body = split_body if split_body is not None else _body(node)
     sig_end = max(node.start_point[0], min(signature_end_line(node, body), end_line))
     members: list[Definition] = []
     if kind == "class":
@@ -239,7 +267,7 @@ def _as_definition(
         name=symbol,
         qualname=qualname,
         start_byte=start_node.start_byte,
-        end_byte=node.end_byte,
+        end_byte=last.end_byte,
         start_line=start_line,
         end_line=end_line,
         sig_end_line=sig_end,

@@ -180,6 +180,29 @@ GRAMMAR_EXTENSIONS: dict[str, str] = {
     ".bsl": "bsl",
     ".jsonnet": "jsonnet",
     ".libsonnet": "jsonnet",
+    ".trigger": "apex",
+    ".fir": "firrtl",
+    ".gn": "gn",
+    ".gni": "gn",
+    ".ld": "linkerscript",
+    ".mmd": "mermaid",
+    ".axs": "netlinx",
+    ".axi": "netlinx",
+    ".nqc": "nqc",
+    ".ron": "ron",
+    ".chatito": "chatito",
+    ".ungram": "ungrammar",
+    ".bib": "bibtex",
+    ".beancount": "beancount",
+    ".dtd": "dtd",
+    ".pgn": "pgn",
+    ".erb": "embeddedtemplate",
+    ".ejs": "embeddedtemplate",
+    ".org": "org",
+    ".cpon": "cpon",
+    ".rules": "udev",
+    ".gst": "gstlaunch",
+    ".hl": "hyprlang",
 }
 GRAMMAR_FILENAMES: dict[str, str] = {
     "Makefile": "make",
@@ -196,6 +219,31 @@ GRAMMAR_FILENAMES: dict[str, str] = {
     "build.ninja": "ninja",
     "Gemfile": "ruby",
     "Rakefile": "ruby",
+    "Kconfig": "kconfig",
+    "go.mod": "gomod",
+    "MANIFEST.in": "pymanifest",
+    "qmldir": "qmldir",
+    "XCompose": "xcompose",
+    ".XCompose": "xcompose",
+    "inputrc": "readline",
+    ".inputrc": "readline",
+    ".gitattributes": "gitattributes",
+    ".gitignore": "gitignore",
+}
+
+# Grammars of the pack deliberately not used for whole files: text and data formats chunked as
+# text windows (their own issue owns JSON/YAML/TOML/CSV), grammars that only parse pieces
+# embedded in other files, formats whose extension another grammar claims (.m: objc, .v:
+# verilog, .re), translation catalogs (plain text, ranked like docs) and key files (never).
+UNUSED_GRAMMARS = {
+    "text formats": (
+        "css html ini json latex markdown properties psv requirements rst scss toml tsv "
+        "csv xml yaml po gitcommit"
+    ),
+    "embedded only": "comment doxygen jsdoc luadoc luap markdown_inline printf query test",
+    "extension claimed by another grammar": "matlab re2c v",
+    "lock files (skipped as generated)": "gosum",
+    "secrets": "pem",
 }
 
 # Text formats chunked by bounded windows (Markdown by heading first).
