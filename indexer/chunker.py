@@ -27,7 +27,7 @@ from .treenodes import (
     zig_classify,
 )
 
-CHUNKER_VERSION = 3  # bump when chunks or per-chunk build columns change
+CHUNKER_VERSION = 4  # bump when chunks or per-chunk build columns change
 MAX_CHUNK_LINES = 120  # a definition longer than this is split
 MODULE_BLOCK_LINES = 60  # module-level code and text windows
 WINDOW_OVERLAP = 8
