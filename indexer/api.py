@@ -264,11 +264,15 @@ class Index:
         n_cand = min(int(cfg["candidates"]), len(self))
         weights = cfg["retriever_weights"][q.kind(int(cfg["long_query_words"]))]
 
-        bm25, coverage = self.lexical.score(q.lexical, q.term_weights)
+        boosts = q.term_weights(float(cfg["query"]["salient"]), float(cfg["query"]["prose"]))
+        bm25, coverage = self.lexical.score(q.lexical, boosts)
         hits = np.nonzero(bm25 > 0)[0]
         top_bm25 = hits[np.argsort(-bm25[hits], kind="stable")][:n_cand]
 
-        qvec = self.vectors.embed_terms(q.dense)
+        dense_terms = q.dense
+        if cfg["query"]["dense_salient"] and q.salient_dense:
+            dense_terms = q.salient_dense  # a report's blur of prose hides its subject
+        qvec = self.vectors.embed_terms(dense_terms)
         if not qvec.any():
             top_dense = np.zeros(0, dtype=np.int64)
             dense_sims = np.zeros(0, dtype=np.float32)

@@ -14,9 +14,6 @@ from dataclasses import dataclass, field
 
 from .tokens import code_terms, identifiers, lexical_terms, stem
 
-# Salient BM25 terms weigh this much more than prose terms in an issue-sized query.
-SALIENT_BOOST = 2.0
-PROSE_WEIGHT = 0.6
 LONG_QUERY_WORDS = 40  # the same threshold the fusion settings use by default
 
 
@@ -29,10 +26,11 @@ class Query:
     terms: set[str]  # unstemmed code terms
     symbol_like: bool
     words: int
-    # Issue-sized queries: BM25 weight per stemmed term (absent: 1), the unstemmed terms of
-    # code-like evidence (paths, dotted names, frames, code), and the title's terms.
-    term_weights: dict[str, float] = field(default_factory=dict)
+    # Issue-sized queries: the stemmed BM25 terms and the unstemmed terms of code-like evidence
+    # (paths, dotted names, frames, code), and the title's terms.
+    salient_lexical: frozenset[str] = frozenset()
     salient: set[str] = field(default_factory=set)
+    salient_dense: list[str] = field(default_factory=list)  # the title and the evidence
     title_terms: set[str] = field(default_factory=set)
     paths: tuple[str, ...] = ()
 
@@ -45,6 +43,13 @@ class Query:
     def issue_sized(self) -> bool:
         return not self.symbol_like and self.words >= LONG_QUERY_WORDS
 
+    def term_weights(self, salient: float, prose: float) -> dict[str, float]:
+        """BM25 weight per query term: code-like evidence `salient`, the rest `prose` (issue-sized
+        queries only; others weigh every term 1)."""
+        if not self.salient_lexical:
+            return {}
+        return {t: salient if t in self.salient_lexical else prose for t in set(self.lexical)}
+
     @property
     def ask_terms(self) -> set[str]:
         """Words that may switch the demotion of tests/docs off: a long report's title only."""
@@ -52,8 +57,11 @@ class Query:
 
     @property
     def match_terms(self) -> set[str]:
-        """Terms the path match reads: a long report's code-like evidence, else every term."""
-        return self.salient if self.issue_sized and self.salient else self.terms
+        """Terms the path match reads: a long report's title and code-like evidence, else every
+        term."""
+        if self.issue_sized and self.salient:
+            return self.salient | self.title_terms
+        return self.terms
 
 
 _IDENT_SHAPE = re.compile(r"[a-z][A-Z]|_|\.|::|\(\)|^[A-Z][a-z]+[A-Z]")
@@ -95,7 +103,8 @@ def parse_query(text: str) -> Query:
     shaped = [w for w in words if _IDENT_SHAPE.search(w)]
     symbol_like = (len(words) <= 3 and bool(shaped)) or len(words) == 1
     lexical = lexical_terms(text)
-    weights: dict[str, float] = {}
+    strong: frozenset[str] = frozenset()
+    salient_dense: list[str] = []
     salient: set[str] = set()
     title_terms: set[str] = set()
     paths: tuple[str, ...] = ()
@@ -109,9 +118,11 @@ def parse_query(text: str) -> Query:
         if len(words) >= LONG_QUERY_WORDS:
             evidence = salient_text(text)
             salient = set(code_terms(evidence))
-            strong = {stem(t) for t in salient}
-            weights = {t: SALIENT_BOOST if t in strong else PROSE_WEIGHT for t in set(lexical)}
-            title_terms = set(code_terms(_title(text)))
+            # The title says what is wrong in the reporter's words: it weighs like code.
+            title = code_terms(_title(text))
+            strong = frozenset(stem(t) for t in (*salient, *title))
+            title_terms = set(title)
+            salient_dense = code_terms(_title(text) + "\n" + evidence)
             paths = tuple(dict.fromkeys(_PATH.findall(text)))
     lowered = {w.lower() for w in idents}
     return Query(
@@ -122,7 +133,8 @@ def parse_query(text: str) -> Query:
         terms=set(code_terms(text)),
         symbol_like=symbol_like,
         words=len(words),
-        term_weights=weights,
+        salient_lexical=strong,
+        salient_dense=salient_dense,
         salient=salient,
         title_terms=title_terms,
         paths=paths,
