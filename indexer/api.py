@@ -282,13 +282,14 @@ class Index:
             top_dense = self._rows_of_fids(fids[valid])
             dense_sims = sims[valid]
 
+        # Names BM25 cannot see (`g`, one letter) and exact definitions of a symbol query.
+        exact = self.defining_rows(q.identifiers)[:n_cand] if q.symbol_like else top_bm25[:0]
         lists: list[tuple[np.ndarray, float]] = []
         single = len(retrievers) == 1  # a retriever alone (ablations) keeps its full weight
         if "bm25" in retrievers:
             lists.append((top_bm25, 1.0 if single else float(weights["bm25"])))
-            if q.symbol_like:
-                # Names BM25 cannot see (`g`, one letter) and exact definitions first.
-                lists.append((self.defining_rows(q.identifiers)[:n_cand], 1.0))
+            if len(exact):
+                lists.append((exact, 1.0))
         if "dense" in retrievers:
             lists.append((top_dense, 1.0 if single else float(weights["dense"])))
         fused = rrf(lists, float(cfg["rrf_k"]))
@@ -326,7 +327,10 @@ class Index:
 
         rule = cfg["threshold"]
         if cut:
-            if float(similarity.max(initial=0)) < rule["min_similarity"] and len(top_bm25) == 0:
+            if (
+                float(similarity.max(initial=0)) < rule["min_similarity"]
+                and len(top_bm25) + len(exact) == 0
+            ):
                 return []
             keep = conf >= rule["relative"] * float(conf[: max(k, 1)].max(initial=0))
             keep[: int(rule["min_results"])] = True
@@ -377,7 +381,7 @@ class Index:
     def project_terms(self) -> set[str]:
         """The project's own names (its top-level code directories, `src/<name>`): words that
         every report about it says, so they never ask for tests or docs by themselves."""
-        from .pathclass import path_flags
+        from .pathclass import directory_flags
 
         names: set[str] = set()
         for f in self.files:
@@ -385,7 +389,7 @@ class Index:
             if len(parts) < 2:
                 continue
             top = parts[1] if parts[0] in ("src", "lib") and len(parts) > 2 else parts[0]
-            if not path_flags(top + "/"):
+            if not directory_flags(top + "/"):
                 names.add(top)
         return {t for name in names for t in path_terms(name)}
 

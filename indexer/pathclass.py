@@ -29,6 +29,12 @@ _FLAG_PATTERNS = [
 def path_flags(path: str) -> int:
     # A text file of no known format (the plain-text fallback) ranks like documentation.
     flags = FLAG_DOCS if detect_language(path) == PLAIN_TEXT else 0
+    return flags | directory_flags(path)
+
+
+def directory_flags(path: str) -> int:
+    """The classes a path's names put it in (a directory's too: `tests/`, `docs/`)."""
+    flags = 0
     for flag, pattern in _FLAG_PATTERNS:
         if pattern.search(path.lower()):
             flags |= flag

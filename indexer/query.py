@@ -70,7 +70,7 @@ _CODE_SPAN = re.compile(r"```.*?```|`[^`\n]+`", re.DOTALL)
 # `    at fn (pkg/file.js:12:3)` (JS).
 _FRAME = re.compile(r'File "([^"]+)", line \d+, in (\S+)|\bat ([\w$.<>]+)\s*\(([^)\s]*)\)')
 _PATH = re.compile(
-    r"(?<![\w/.])(?:[\w.-]+/)+[\w.-]+\.[A-Za-z]{1,5}\b|\b[\w-]+\.(?:py|pyi|js|ts|"
+    r"(?<![\w/.-])/?(?:[\w.-]+/)+[\w.-]+\.[A-Za-z]{1,5}\b|\b[\w-]+\.(?:py|pyi|js|ts|"
     r"tsx|jsx|go|rs|java|c|h|cc|cpp|hpp|cs|rb|php|kt|swift|scala|ex|exs|hs|ml)\b"
 )
 _DOTTED = re.compile(r"\b[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+(?:\(\))?")
