@@ -261,6 +261,8 @@ class Index:
         self, q: Query, k: int, cut: bool = True, retrievers: tuple[str, ...] = ("bm25", "dense")
     ) -> list[tuple[int, dict[str, float]]]:
         cfg = self.fusion
+        if len(self) == 0:
+            return []  # an empty index (nothing indexable): FAISS cannot search for 0 results
         n_cand = min(int(cfg["candidates"]), len(self))
         weights = cfg["retriever_weights"][q.kind(int(cfg["long_query_words"]))]
 
