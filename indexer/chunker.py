@@ -8,7 +8,6 @@ split at statement boundaries with their signature repeated as context.
 from __future__ import annotations
 
 import hashlib
-import re
 from dataclasses import asdict, dataclass
 from functools import cache
 from typing import Any
@@ -20,8 +19,10 @@ from .treenodes import (
     Definition,
     docstring_of,
     go_receiver,
+    line_span,
     node_name,
     parser,
+    qualify,
     signature_end_line,
     signature_of,
     zig_classify,
@@ -231,15 +232,9 @@ class _FileChunker:
             receiver = go_receiver(inner, self.data)
             if receiver:
                 scope = [*scope, receiver]
-        # `C::method` (C++), `M.h` / `M:i` (Lua): qualify with dots, the symbol is the last part.
-        qualified = re.sub(r"::|:(?=\w)", ".", name)
-        qualname = ".".join([*scope, qualified])
-        name = qualified.rsplit(".", 1)[-1] or qualified
+        qualified, qualname, name = qualify(name, scope)
         start_node = comments[0] if comments else outer
-        start_line = start_node.start_point[0]
-        end_line = outer.end_point[0]
-        if outer.end_point[1] == 0 and end_line > start_line:
-            end_line -= 1
+        start_line, end_line = line_span(start_node, outer)
         sig_end = signature_end_line(inner, body)
         sig_end = max(inner.start_point[0], min(sig_end, end_line))
         signature = signature_of(inner, body, self.data)

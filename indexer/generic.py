@@ -16,8 +16,10 @@ from .treenodes import (
     Definition,
     clean_name,
     comment_docstring,
+    line_span,
     node_name,
     node_text,
+    qualify,
     signature_end_line,
     signature_of,
 )
@@ -237,15 +239,10 @@ def _as_definition(
         kind, name = _classify(language, node, data)
     if kind is None or not name:
         return None
-    qualified = re.sub(r"::|:(?=\w)", ".", name)
-    qualname = ".".join([*scope, qualified])
-    symbol = qualified.rsplit(".", 1)[-1] or qualified
+    qualified, qualname, symbol = qualify(name, scope)
     start_node = comments[0] if comments else node
-    start_line = start_node.start_point[0]
     last = split_body if split_body is not None else node
-    end_line = last.end_point[0]
-    if last.end_point[1] == 0 and end_line > start_line:
-        end_line -= 1
+    start_line, end_line = line_span(start_node, last)
     body = split_body if split_body is not None else _body(node)
     sig_end = max(node.start_point[0], min(signature_end_line(node, body), end_line))
     members: list[Definition] = []

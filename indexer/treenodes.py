@@ -37,6 +37,23 @@ class Definition:
     members: list[Definition]
 
 
+def qualify(name: str, scope: list[str]) -> tuple[str, str, str]:
+    """(qualified name, qualname within `scope`, symbol): `C::method` (C++), `M.h` / `M:i`
+    (Lua) qualify with dots, and the symbol is the last part."""
+    qualified = re.sub(r"::|:(?=\w)", ".", name)
+    return qualified, ".".join([*scope, qualified]), qualified.rsplit(".", 1)[-1] or qualified
+
+
+def line_span(start_node: Any, end_node: Any) -> tuple[int, int]:
+    """0-based first and last line from `start_node` to `end_node` (a node that ends at the start
+    of a line does not own that line)."""
+    start_line = int(start_node.start_point[0])
+    end_line = int(end_node.end_point[0])
+    if end_node.end_point[1] == 0 and end_line > start_line:
+        end_line -= 1
+    return start_line, end_line
+
+
 NAME_TYPES = (
     "identifier",
     "field_identifier",
