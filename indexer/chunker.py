@@ -28,7 +28,10 @@ from .treenodes import (
     zig_classify,
 )
 
-CHUNKER_VERSION = 4  # bump when chunks or per-chunk build columns change
+# Bump when chunks or per-chunk build columns change. 3: secrets redacted (indexer/secrets.py),
+# so no cached or kept chunk from before redaction is ever reused; 4: every grammar of the pack,
+# plain-text fallback, test flags from content; 5: both.
+CHUNKER_VERSION = 5
 MAX_CHUNK_LINES = 120  # a definition longer than this is split
 MODULE_BLOCK_LINES = 60  # module-level code and text windows
 WINDOW_OVERLAP = 8
