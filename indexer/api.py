@@ -28,8 +28,9 @@ from .integrity import (
 )
 from .lexical import LexicalIndex, top_rows
 from .query import Query, parse_query
-from .rerank import rerank, saturate
+from .rerank import file_evidence, rerank, saturate
 from .store import current_snapshot, default_index_dir, read_manifest
+from .tokens import path_terms
 from .vectors import StaticVectors
 
 if TYPE_CHECKING:
@@ -297,16 +298,22 @@ class Index:
         self, q: Query, k: int, cut: bool = True, retrievers: tuple[str, ...] = ("bm25", "dense")
     ) -> list[tuple[int, dict[str, float]]]:
         cfg = self.fusion
+        if len(self) == 0:
+            return []  # an empty index (nothing indexable): FAISS cannot search for 0 results
         n_cand = min(int(cfg["candidates"]), len(self))
         weights = cfg["retriever_weights"][q.kind(int(cfg["long_query_words"]))]
 
-        bm25, coverage = self.lexical.score(q.lexical)
+        boosts = q.term_weights(float(cfg["query"]["salient"]), float(cfg["query"]["prose"]))
+        bm25, coverage = self.lexical.score(q.lexical, boosts)
         top_bm25 = top_rows(bm25, n_cand)
 
         single = len(retrievers) == 1  # a retriever alone (ablations) keeps its full weight
         w_bm25 = 1.0 if single else float(weights["bm25"])
         w_dense = 1.0 if single else float(weights["dense"])
-        qvec = self.vectors.embed_terms(q.dense)
+        dense_terms = q.dense
+        if cfg["query"]["dense_salient"] and q.salient_dense:
+            dense_terms = q.salient_dense  # a report's blur of prose hides its subject
+        qvec = self.vectors.embed_terms(dense_terms)
         top_dense = np.zeros(0, dtype=np.int64)
         dense_sims = np.zeros(0, dtype=np.float32)
         # A dense list with no weight changes no rank: skip the scan (confidence still gets
@@ -317,9 +324,13 @@ class Index:
             top_dense = self._rows_of_fids(fids[valid])
             dense_sims = sims[valid]
 
+        # Names BM25 cannot see (`g`, one letter) and exact definitions of a symbol query.
+        exact = self.defining_rows(q.identifiers)[:n_cand] if q.symbol_like else top_bm25[:0]
         lists: list[tuple[np.ndarray, float]] = []
         if "bm25" in retrievers:
             lists.append((top_bm25, w_bm25))
+            if len(exact):
+                lists.append((exact, 1.0))
         if "dense" in retrievers:
             lists.append((top_dense, w_dense))
         rows, scores = rrf(lists, float(cfg["rrf_k"]))
@@ -327,7 +338,7 @@ class Index:
             return []
         similarity = self._similarities(rows, top_dense, dense_sims, qvec)
 
-        scores = rerank(self, q, rows, scores)
+        scores = file_evidence(self, rows, rerank(self, q, rows, scores))
         order = np.argsort(-scores, kind="stable")
         rows, scores, similarity = rows[order], scores[order], similarity[order]
         rows, scores, similarity = saturate(self, rows, scores, similarity)
@@ -347,7 +358,10 @@ class Index:
 
         rule = cfg["threshold"]
         if cut:
-            if float(similarity.max(initial=0)) < rule["min_similarity"] and len(top_bm25) == 0:
+            if (
+                float(similarity.max(initial=0)) < rule["min_similarity"]
+                and len(top_bm25) + len(exact) == 0
+            ):
                 return []
             keep = conf >= rule["relative"] * float(conf[: max(k, 1)].max(initial=0))
             keep[: int(rule["min_results"])] = True
@@ -395,6 +409,42 @@ class Index:
         return order[np.clip(pos, 0, len(order) - 1)].astype(np.int64)
 
     @cached_property
+    def _definitions(self) -> dict[str, list[int]]:
+        """Lowercased defined name -> rows: definitions' symbols and module-level names."""
+        table: dict[str, list[int]] = {}
+        for row, (symbol, names) in enumerate(
+            zip(self._columns["symbols"], self._columns["defines"], strict=True)
+        ):
+            for name in {symbol.lower(), *names.lower().split()} - {""}:
+                table.setdefault(name, []).append(row)
+        return table
+
+    def defining_rows(self, names: set[str]) -> np.ndarray:
+        """Rows that define one of `names` exactly (definitions before module-level names)."""
+        kinds = self._columns["kinds"]
+        rows = sorted(
+            {r for name in names for r in self._definitions.get(name, ())},
+            key=lambda r: (kinds[r] == "module", r),
+        )
+        return np.asarray(rows, dtype=np.int64)
+
+    @cached_property
+    def project_terms(self) -> set[str]:
+        """The project's own names (its top-level code directories, `src/<name>`): words that
+        every report about it says, so they never ask for tests or docs by themselves."""
+        from .pathclass import directory_flags
+
+        names: set[str] = set()
+        for f in self.files:
+            parts = f["path"].split("/")
+            if len(parts) < 2:
+                continue
+            top = parts[1] if parts[0] in ("src", "lib") and len(parts) > 2 else parts[0]
+            if not directory_flags(top + "/"):
+                names.add(top)
+        return {t for name in names for t in path_terms(name)}
+
+    @cached_property
     def path_term_cache(self) -> list[tuple[set[str], set[str]] | None]:
         """Per file: its stem's and its directories' terms, filled as files are ranked."""
         return [None] * len(self.files)
@@ -432,6 +482,7 @@ class Index:
             "snapshot": str(self.snapshot),
             "counts": m["counts"],
             "languages": m.get("languages", {}),
+            "warnings": m.get("warnings", []),
             "artifact_bytes": sum(f["bytes"] for f in m["files"].values()),
             "files": {name: info["bytes"] for name, info in m["files"].items()},
         }

@@ -33,6 +33,65 @@ _ASKS_FOR = {
 }
 
 
+PROSE_KINDS = frozenset({"text", "section"})
+
+
+def asked_flags(terms: set[str]) -> int:
+    """Path classes the query asks for by name (their demotion is then switched off)."""
+    asked = 0
+    for flag, words in _ASKS_FOR.items():
+        if terms & words:
+            asked |= flag
+    return asked
+
+
+def names_path(path: str, named: tuple[str, ...]) -> bool:
+    """Whether a report names this file: a written path ends with the file's last two parts
+    (or is its exact name when the name is distinctive, not `__init__.py`)."""
+    parts = path.split("/")
+    tail = "/".join(parts[-2:])
+    for written in named:
+        written = written.lstrip("./")
+        if written in (path, tail) or written.endswith("/" + tail):
+            return True
+        if "/" not in written and written == parts[-1] and not written.startswith("__"):
+            return True
+    return False
+
+
+def named_exactly(path: str, names: set[str]) -> bool:
+    """`SqlMapper.cs` is named exactly `sqlmapper`; `SqlMapper.Async.cs` is not (partial
+    classes, helpers split by concern)."""
+    return path.rsplit("/", 1)[-1].rsplit(".", 1)[0].lower() in names
+
+
+def file_evidence(index: Index, rows: np.ndarray, scores: np.ndarray) -> np.ndarray:
+    """A file's other good chunks add to its best one: each chunk is multiplied by
+    1 + share * min(cap, sum of its file's next `depth` chunk scores / the file's best)."""
+    w = index.fusion["rerank"]
+    share = float(w["file_evidence"])
+    if share <= 0 or len(rows) == 0:
+        return scores
+    files = index._chunk_file[rows].tolist()
+    best: dict[int, float] = {}
+    others: dict[int, list[float]] = {}
+    for i in np.argsort(-scores, kind="stable").tolist():
+        f = files[i]
+        if f not in best:
+            best[f] = float(scores[i])
+        elif len(others.setdefault(f, [])) < _EVIDENCE_DEPTH:
+            others[f].append(float(scores[i]))
+    mult = {
+        f: 1.0 + share * min(_EVIDENCE_CAP, sum(others.get(f, ())) / b) if b > 0 else 1.0
+        for f, b in best.items()
+    }
+    return scores * np.fromiter((mult[f] for f in files), dtype=np.float64, count=len(files))
+
+
+_EVIDENCE_DEPTH = 3
+_EVIDENCE_CAP = 1.5
+
+
 def rerank(index: Index, q: Query, rows: np.ndarray, scores: np.ndarray) -> np.ndarray:
     """Code-aware multipliers: definitions named by the query, path matches, file coherence,
     and demotion of tests/examples/docs/vendored/generated code unless the query asks."""
@@ -42,10 +101,7 @@ def rerank(index: Index, q: Query, rows: np.ndarray, scores: np.ndarray) -> np.n
     defines = index._columns["defines"]
     files = index._chunk_file[rows]
     flags = index._chunk_flags[rows]
-    asked = 0
-    for flag, words in _ASKS_FOR.items():
-        if q.terms & words:
-            asked |= flag
+    asked = asked_flags(q.ask_terms - index.project_terms)
     out = scores.copy()
     # File coherence: how many candidates share the file (top of the fused list only).
     top = np.argsort(-scores)[:50]
@@ -58,12 +114,20 @@ def rerank(index: Index, q: Query, rows: np.ndarray, scores: np.ndarray) -> np.n
         mult = 1.0
         if w["path"]:
             mult *= 1.0 + w["path"] * path_match(index, f, q)
+            if q.paths and names_path(index.files[f]["path"], q.paths):
+                mult *= 1.0 + w["path"]
+            if q.symbol_like and named_exactly(index.files[f]["path"], q.identifiers):
+                mult *= 1.0 + 0.5 * w["path"]
         if w["coherence"]:
             mult *= 1.0 + w["coherence"] * math.log1p(max(0, file_counts.get(f, 1) - 1))
         factor[f] = mult
     bad_rows = (flags & ~np.uint8(asked & 0xFF)) != 0
     out *= np.fromiter((factor[f] for f in files.tolist()), dtype=np.float64, count=len(rows))
     out[bad_rows] *= w["demote"]
+    if q.issue_sized and not asked & FLAG_DOCS and w["prose"] < 1.0:
+        # A bug report is fixed in code: changelogs, docs pages and config rank below it.
+        prose = np.fromiter((kinds[r] in PROSE_KINDS for r in rows.tolist()), dtype=bool)
+        out[prose] *= w["prose"]
     if not w["definition"] or not (q.identifiers or q.symbol_like):
         return out
     for i, row in enumerate(rows.tolist()):
@@ -96,11 +160,12 @@ def path_match(index: Index, file: int, q: Query) -> float:
         )
         cache[file] = cached
     stem_terms, dir_terms = cached
+    terms = q.match_terms
     score = 0.0
     if stem_terms:
-        score += len(stem_terms & q.terms) / len(stem_terms)
+        score += len(stem_terms & terms) / len(stem_terms)
     if dir_terms:
-        score += 0.5 * len(dir_terms & q.terms) / len(dir_terms)
+        score += 0.5 * len(dir_terms & terms) / len(dir_terms)
     return min(score, 1.5)
 
 
