@@ -10,26 +10,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from . import __version__, agent_cli
+from . import __version__, agent_cli, share_cli
 from .errors import IndexerError
-
-
-def _color_enabled(stream: Any) -> bool:
-    return (
-        bool(stream.isatty()) and "NO_COLOR" not in os.environ and os.environ.get("TERM") != "dumb"
-    )
-
-
-class Style:
-    def __init__(self, enabled: bool) -> None:
-        self.enabled = enabled
-
-    def __call__(self, text: str, code: str) -> str:
-        return f"\033[{code}m{text}\033[0m" if self.enabled else text
-
-
-def _emit_json(data: Any) -> None:
-    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+from .output import Style
+from .output import color_enabled as _color_enabled
+from .output import emit_json as _emit_json
 
 
 def cmd_build(args: argparse.Namespace) -> int:
@@ -185,47 +170,6 @@ def cmd_hooks(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_publish(args: argparse.Namespace) -> int:
-    from .share import publish
-
-    result = publish(args.repo, args.index_dir, args.ref)
-    if args.json:
-        _emit_json(result)
-    else:
-        print(
-            f"published index of {result['indexed_commit'][:12]} as {result['ref']} "
-            f"({result['commit'][:12]}); share it with `git push origin {result['ref']}`"
-        )
-    return 0
-
-
-def cmd_pull(args: argparse.Namespace) -> int:
-    from .share import pull
-
-    result = pull(args.repo, args.index_dir, args.ref)
-    if args.json:
-        _emit_json(result)
-    else:
-        extra = " and updated it to HEAD" if result["updated"] else ""
-        print(f"adopted the index of {result['indexed_commit'][:12]} from {result['ref']}{extra}")
-    return 0
-
-
-def cmd_ci(args: argparse.Namespace) -> int:
-    from .share import ci
-
-    result = ci(args.repo, args.index_dir, args.ref)
-    if args.json:
-        _emit_json(result)
-    else:
-        b, p = result["build"], result["publish"]
-        print(
-            f"{b['mode']} build of {b['commit'][:12]} ({b['chunks']} chunks, "
-            f"{b['seconds']:.1f}s); published as {p['ref']}"
-        )
-    return 0
-
-
 def cmd_eval(args: argparse.Namespace) -> int:
     from pathlib import Path
 
@@ -312,23 +256,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("action", choices=["install", "uninstall"])
     p.set_defaults(func=cmd_hooks)
 
-    p = sub.add_parser(
-        "publish",
-        parents=[common],
-        help="commit the index to a dedicated ref (refs/indexer/<branch>)",
-    )
-    p.add_argument("--ref", default=None, help="ref name (default: refs/indexer/<branch>)")
-    p.set_defaults(func=cmd_publish)
-
-    p = sub.add_parser(
-        "pull", parents=[common], help="adopt a published index for HEAD or an ancestor of it"
-    )
-    p.add_argument("--ref", default=None, help="ref name (default: refs/indexer/<branch>)")
-    p.set_defaults(func=cmd_pull)
-
-    p = sub.add_parser("ci", parents=[common], help="build (incrementally) and publish, for CI")
-    p.add_argument("--ref", default=None, help="ref name (default: refs/indexer/<branch>)")
-    p.set_defaults(func=cmd_ci)
+    share_cli.add_commands(sub, common)  # publish, pull, ci
 
     p = sub.add_parser("eval", help="retrieval quality on a dataset of queries with gold files")
     p.add_argument("--dataset", required=True, help="JSONL with query, gold_files, gold_functions")
