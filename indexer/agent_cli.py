@@ -4,7 +4,6 @@ savings and agents (setup snippets). Kept apart from cli.py, which only register
 from __future__ import annotations
 
 import argparse
-import io
 import json
 import os
 import sys
@@ -14,82 +13,13 @@ from typing import Any
 from .errors import IndexerError
 
 
-class _Tee(io.TextIOBase):
-    """Passes writes through to the real stdout and keeps a copy: the log records exactly
-    what was sent."""
-
-    def __init__(self, stream: Any) -> None:
-        self.stream = stream
-        self.parts: list[str] = []
-
-    def write(self, text: str) -> int:
-        self.parts.append(text)
-        return int(self.stream.write(text))
-
-    def flush(self) -> None:
-        self.stream.flush()
-
-    def isatty(self) -> bool:
-        return bool(self.stream.isatty())
-
-
-def add_search_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--compress",
-        action="store_true",
-        help="each result as signature, docstring and the lines that matter",
-    )
-    p.add_argument(
-        "--budget", type=int, default=None, metavar="N", help="pack the results into N tokens"
-    )
-    p.add_argument("--no-log", action="store_true", help="do not append to the savings log")
-
-
-def logged_search(args: argparse.Namespace) -> int:
-    """`indexer search`: plain output by cli.cmd_search, or compressed/budgeted output; the
-    text sent is appended to the savings log."""
-    from . import cli
-    from .api import Index
-
-    if args.budget is None and not args.compress:
-        tee = _Tee(sys.stdout)
-        real, sys.stdout = sys.stdout, tee
-        try:
-            code = cli.cmd_search(args)
-        finally:
-            sys.stdout = real
-        results = getattr(args, "results", None)
-        if results is not None and not args.no_log:
-            from .savings import record
-
-            record(args.opened_index, results, "".join(tee.parts), "cli")
-        return code
-    index = Index.open(args.repo, index_dir=args.index_dir)
-    if args.budget is not None:
-        packed = index.search_budget(args.query, args.budget, k=args.k, log=False)
-        items, text = packed.items, packed.text
-        out = json.dumps(packed.to_dict(), indent=2, ensure_ascii=False) if args.json else text
-    else:
-        results = index.search(args.query, k=args.k, compress=True, log=False)
-        items = [r.to_dict() for r in results]
-        text = "\n".join(r.text or "" for r in results)
-        out = json.dumps(items, indent=2, ensure_ascii=False) if args.json else text
-    if not args.json and not items:
-        out = "no credible results"
-    sys.stdout.write(out + "\n")
-    if not args.no_log:
-        from .savings import record
-
-        record(index, items, out + "\n", "cli")
-    return 0
-
-
 def cmd_related(args: argparse.Namespace) -> int:
     from .api import Index
 
     direction = "callers" if args.callers else "callees" if args.callees else "both"
     index = Index.open(args.repo, index_dir=args.index_dir)
-    found = index.related(args.target, direction=direction, depth=args.depth, limit=args.limit)
+    related = index.related(args.target, direction=direction, depth=args.depth, limit=args.limit)
+    found = [entry.to_dict() for entry in related]
     if args.json:
         sys.stdout.write(json.dumps(found, indent=2, ensure_ascii=False) + "\n")
         return 0

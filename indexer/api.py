@@ -7,6 +7,7 @@ import math
 import os
 import re
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -25,8 +26,11 @@ from .tokens import code_terms, identifiers, lexical_terms, path_terms, split_id
 from .vectors import StaticVectors
 
 if TYPE_CHECKING:
+    from .answers import Verdict
     from .budget import Packed
+    from .filters import SearchFilter
     from .graph import CodeGraph
+    from .related_types import Related
 
 __all__ = ["Index", "SearchResult", "build_index"]
 
@@ -273,11 +277,14 @@ class Index:
 
     def related(
         self, key: str, direction: str = "both", depth: int = 1, limit: int = 50
-    ) -> list[dict[str, Any]]:
+    ) -> list[Related]:
         """Callers and/or callees of a symbol name, qualname, `path::qualname` or chunk id."""
         from .graph import related
+        from .related_types import Related
 
-        return related(self, key, direction, depth, limit)
+        _check_types(key=(key, str), direction=(direction, str), depth=(depth, int))
+        _check_types(limit=(limit, int))
+        return [Related.from_record(e) for e in related(self, key, direction, depth, limit)]
 
     # -- search ----------------------------------------------------------------------------------
     def search(
@@ -288,18 +295,30 @@ class Index:
         with_text: bool = False,
         cut: bool = True,
         compress: bool = False,
-        log: bool = True,
+        log: bool = False,
+        paths: str | list[str] | None = None,
+        languages: str | list[str] | None = None,
+        kinds: str | list[str] | None = None,
     ) -> list[SearchResult]:
         """Ranked results; `compress` puts each chunk's compressed form (indexer/compress.py)
-        in `text`; `log` appends the search to the savings log (indexer/savings.py)."""
+        in `text`; `paths` (globs, `!glob` excludes), `languages` and `kinds` filter
+        (indexer/filters.py); `log=True` appends the search to the savings log."""
+        from .filters import SearchFilter
+
         if not isinstance(query, str) or not query.strip():
-            raise IndexerError("the query is empty")
+            raise IndexerError(
+                "the query is empty"
+                if isinstance(query, str)
+                else f"the query must be a string, not {type(query).__name__}"
+            )
+        _check_types(k=(k, int), with_text=(with_text, bool), cut=(cut, bool))
+        _check_types(compress=(compress, bool), log=(log, bool))
         if k < 1:
             raise IndexerError("k must be at least 1")
+        where = SearchFilter.of(paths, languages, kinds)
         if len(self) == 0:
             return []
-        ranked = self.rank(parse_query(query), k, cut=cut)
-        results = [self._result(row, scores, with_text or compress) for row, scores in ranked]
+        results = self._search(query, k, with_text or compress, cut, where)
         if compress:
             from .compress import compress_results
 
@@ -310,11 +329,50 @@ class Index:
             record(self, results, json.dumps([r.to_dict() for r in results]), "api")
         return results
 
-    def search_budget(self, query: str, budget: int, k: int = 10, *, log: bool = True) -> Packed:
-        """The best results packed into at most `budget` o200k tokens (indexer/budget.py)."""
+    def _search(
+        self, query: str, k: int, with_text: bool, cut: bool, where: SearchFilter
+    ) -> list[SearchResult]:
+        from .answers import MISSING_SYMBOL_FACTOR, fold_split_tails, missing_symbols
+
+        allowed = self._allowed(where) if where else None
+        ranked = self.rank(parse_query(query), k, cut=cut, allowed=allowed)
+        scores = dict(ranked)
+        factor = MISSING_SYMBOL_FACTOR if missing_symbols(self.lexical, query) else 1.0
+
+        def make(row: int, from_row: int) -> SearchResult:
+            s = dict(scores[from_row])
+            s["confidence"] *= factor
+            return self._result(row, s, with_text)
+
+        return [r for _, r in fold_split_tails(self, [row for row, _ in ranked], make)]
+
+    def _allowed(self, where: SearchFilter) -> np.ndarray:
+        return where.allowed_rows(self.files, self._chunk_file, self._columns["kinds"])
+
+    def verdict(self, query: str, results: Sequence[Any]) -> Verdict:
+        """Whether `results` answer `query` credibly, with a one-line message when they do not
+        (indexer/answers.py): what the CLI's exit status and MCP's first line say."""
+        from .answers import judge, missing_symbols
+
+        return judge(query, results, missing_symbols(self.lexical, query))
+
+    def lines(self, path: str, start_line: int, end_line: int | None = None) -> list[str]:
+        """Exact lines `start_line..end_line` (1-based, inclusive) of an indexed file at the
+        indexed commit, read from git (not the working tree)."""
+        from .excerpt import file_lines
+
+        return file_lines(self, path, start_line, end_line)
+
+    def search_budget(
+        self, query: str, budget: int, k: int = 10, *, log: bool = False, **filters: Any
+    ) -> Packed:
+        """The best results packed into at most `budget` o200k tokens (indexer/budget.py);
+        `filters` are search's `paths`, `languages` and `kinds`."""
         from .budget import budget_search
 
-        packed = budget_search(self, query, budget, k)
+        _check_types(k=(k, int), log=(log, bool))
+
+        packed = budget_search(self, query, budget, k, **filters)
         if log:
             from .savings import record
 
@@ -322,14 +380,19 @@ class Index:
         return packed
 
     def rank(
-        self, q: Query, k: int, cut: bool = True, retrievers: tuple[str, ...] = ("bm25", "dense")
+        self,
+        q: Query,
+        k: int,
+        cut: bool = True,
+        retrievers: tuple[str, ...] = ("bm25", "dense"),
+        allowed: np.ndarray | None = None,
     ) -> list[tuple[int, dict[str, float]]]:
         cfg = self.fusion
         n_cand = min(int(cfg["candidates"]), len(self))
         weights = cfg["retriever_weights"][q.kind(int(cfg["long_query_words"]))]
 
         bm25, coverage = self.lexical.score(q.lexical)
-        hits = np.nonzero(bm25 > 0)[0]
+        hits = np.nonzero(bm25 > 0 if allowed is None else (bm25 > 0) & allowed)[0]
         top_bm25 = hits[np.argsort(-bm25[hits], kind="stable")][:n_cand]
 
         qvec = self.vectors.embed_terms(q.dense)
@@ -341,6 +404,11 @@ class Index:
             valid = fids >= 0
             top_dense = self._rows_of_fids(fids[valid])
             dense_sims = sims[valid]
+            if allowed is not None:  # filters: only the allowed part of the dense top-N
+                top_dense, dense_sims = (
+                    top_dense[allowed[top_dense]],
+                    dense_sims[allowed[top_dense]],
+                )
 
         lists: list[tuple[np.ndarray, float]] = []
         single = len(retrievers) == 1  # a retriever alone (ablations) keeps its full weight
@@ -518,6 +586,7 @@ class Index:
 
     # -- status ----------------------------------------------------------------------------------
     def status(self) -> dict[str, Any]:
+        """What is indexed and where, and how fresh it is: the keys of `indexer status --json`."""
         m = self.manifest
         return {
             "commit": m["commit"],
@@ -530,7 +599,47 @@ class Index:
             "languages": m.get("languages", {}),
             "artifact_bytes": sum(f["bytes"] for f in m["files"].values()),
             "files": {name: info["bytes"] for name, info in m["files"].items()},
+            "freshness": _freshness_or_unknown(self),
         }
+
+    # -- lifetime ----------------------------------------------------------------------------------
+    def close(self) -> None:
+        """Release the memory maps and loaded arrays (the index can be reopened)."""
+        stores = self.__dict__.pop("_stores", None)
+        for store in stores or ():
+            if hasattr(store, "close"):
+                store.close()
+        for name in ("lexical", "dense", "graph", "_fids", "_fid_lookup", "_offsets"):
+            self.__dict__.pop(name, None)
+
+    def __enter__(self) -> Index:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _freshness_or_unknown(index: Index) -> dict[str, Any]:
+    from .freshness import freshness, last_failure
+
+    index_dir = index.snapshot.parent.parent
+    try:
+        return freshness(str(index.manifest.get("repo_root") or "."), index_dir, index.commit)
+    except IndexerError:  # the repository moved away from the index (--index-dir elsewhere)
+        return {
+            "head": None,
+            "state": "unknown",
+            "behind": None,
+            "updating": False,
+            "last_failure": last_failure(index_dir),
+        }
+
+
+def _check_types(**values: tuple[Any, type]) -> None:
+    """IndexerError (not a raw TypeError) for an argument of the wrong type."""
+    for name, (value, kind) in values.items():
+        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+            raise IndexerError(f"{name} must be {kind.__name__}, not {type(value).__name__}")
 
 
 def _map_file(path: Path) -> Any:

@@ -3,17 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
-from . import __version__, agent_cli, share_cli
+from . import __version__, agent_cli, search_cli, share_cli
 from .errors import IndexerError
-from .output import Style
-from .output import color_enabled as _color_enabled
 from .output import emit_json as _emit_json
 
 
@@ -38,53 +34,6 @@ def cmd_build(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_search(args: argparse.Namespace) -> int:
-    from .api import Index
-
-    index = Index.open(args.repo, index_dir=args.index_dir)
-    results = index.search(args.query, k=args.k, with_text=args.text, log=False)
-    args.results, args.opened_index = results, index  # agent_cli.logged_search logs them
-    if args.json:
-        _emit_json([r.to_dict() for r in results])
-        return 0
-    style = Style(_color_enabled(sys.stdout))
-    if not results:
-        print("no credible results")
-        return 0
-    for r in results:
-        name = r.qualname or r.symbol
-        print(
-            f"{style(f'{r.path}:{r.start_line}-{r.end_line}', '36')}  {style(name, '1')} "
-            f"{style(f'[{r.kind}]', '2')}  conf {r.confidence:.2f}  {style(r.id, '2')}"
-        )
-        if r.signature:
-            print(f"    {r.signature}")
-        if r.text:
-            for line in r.text.splitlines():
-                print(f"    {line}")
-    return 0
-
-
-def cmd_show(args: argparse.Namespace) -> int:
-    from .api import Index
-
-    index = Index.open(args.repo, index_dir=args.index_dir)
-    chunk = index.show(args.id)
-    if args.json:
-        _emit_json(chunk.to_dict())
-    else:
-        style = Style(_color_enabled(sys.stdout))
-        print(
-            style(
-                f"{chunk.path}:{chunk.start_line}-{chunk.end_line}  {chunk.qualname} "
-                f"[{chunk.kind}]",
-                "36",
-            )
-        )
-        print(chunk.text)
-    return 0
-
-
 def _index_dir(args: argparse.Namespace) -> Path:
     from .api import _git_dir
     from .store import default_index_dir
@@ -95,7 +44,7 @@ def _index_dir(args: argparse.Namespace) -> Path:
 def cmd_status(args: argparse.Namespace) -> int:
     from .api import Index
     from .errors import NoIndexError
-    from .freshness import freshness, last_failure
+    from .freshness import last_failure
 
     index_dir = _index_dir(args)
     try:
@@ -105,8 +54,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         if failure:
             raise NoIndexError(f"{exc} (last update failed: {failure['error']})") from None
         raise
-    status = index.status()
-    status["freshness"] = freshness(args.repo or ".", index_dir, status["commit"])
+    status = index.status()  # the same keys as the API's Index.status()
     if args.json:
         _emit_json(status)
         return 0
@@ -221,16 +169,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--jobs", type=int, default=None, help="parallel chunking processes")
     p.set_defaults(func=cmd_build)
 
-    p = sub.add_parser("search", parents=[common], help="hybrid search over the index")
-    p.add_argument("query")
-    p.add_argument("-k", type=int, default=10, help="number of results (default 10)")
-    p.add_argument("--text", action="store_true", help="include each chunk's text")
-    agent_cli.add_search_options(p)  # --compress, --budget N, --no-log
-    p.set_defaults(func=agent_cli.logged_search)
-
-    p = sub.add_parser("show", parents=[common], help="print one chunk by id")
-    p.add_argument("id", help="chunk id, or path:start-end as compressed results print it")
-    p.set_defaults(func=cmd_show)
+    search_cli.add_commands(sub, common)  # search, show
 
     p = sub.add_parser("status", parents=[common], help="what is indexed and where")
     p.set_defaults(func=cmd_status)

@@ -164,7 +164,8 @@ def freshness(repo_path: str, index_dir: Path, indexed_commit: str | None) -> di
         except (pygit2.GitError, KeyError, ValueError):
             ahead, behind = 0, 0
         if behind == 0 and ahead > 0:
-            info["state"], info["behind"] = f"behind by {ahead} commits", ahead
+            plural = "commit" if ahead == 1 else "commits"
+            info["state"], info["behind"] = f"behind by {ahead} {plural}", ahead
         else:
             info["state"], info["behind"] = "diverged (another branch)", ahead
     if info["updating"]:

@@ -116,7 +116,7 @@ class Service:
         if not 1 <= depth <= MAX_RELATED_DEPTH:
             raise IndexerError(f"depth must be between 1 and {MAX_RELATED_DEPTH}")
         found = self.index.related(target, direction=direction, depth=depth, limit=30)
-        return json.dumps(found, ensure_ascii=False)
+        return json.dumps([entry.to_dict() for entry in found], ensure_ascii=False)
 
     def status(self) -> str:
         s = self.index.status()

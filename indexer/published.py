@@ -126,9 +126,7 @@ def published_indexes(repo: pygit2.Repository) -> list[Published]:
     return sorted(found, key=lambda p: (p.distance, p.ref))
 
 
-def choose(
-    repo: pygit2.Repository, own_ref: str | None, remote: str | None
-) -> Published | None:
+def choose(repo: pygit2.Repository, own_ref: str | None, remote: str | None) -> Published | None:
     """What a clone adopts: its own branch's index, else the remote default branch's, else the
     index of the commit nearest to HEAD (any relation: an update diffs trees, not history)."""
     candidates = published_indexes(repo)

@@ -87,9 +87,7 @@ def add_commands(sub: Any, common: argparse.ArgumentParser) -> None:
 
     p = sub.add_parser("ci", parents=[common], help="build (incrementally) and publish, for CI")
     p.add_argument("--ref", default=None, help=ref_help)
-    p.add_argument(
-        "--remote", default=None, help="start from the index published on this remote"
-    )
+    p.add_argument("--remote", default=None, help="start from the index published on this remote")
     p.add_argument(
         "--push", action="store_true", help="push the ref to --remote when the index changed"
     )
