@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -90,8 +89,7 @@ def cmd_savings(args: argparse.Namespace) -> int:
 def cmd_agents(args: argparse.Namespace) -> int:
     from .agents import setup_snippets
 
-    repo = str(Path(args.repo or os.getcwd()).resolve())
-    snippets = setup_snippets(repo)
+    snippets = setup_snippets()
     if args.json:
         sys.stdout.write(json.dumps(snippets, indent=2) + "\n")
         return 0
