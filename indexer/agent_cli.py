@@ -67,23 +67,47 @@ def cmd_savings(args: argparse.Namespace) -> int:
     if args.json:
         sys.stdout.write(json.dumps(result, indent=2) + "\n")
         return 0
-    usd = result["usd"]
-    p = result["prices_usd_per_million"]
-    print(f"queries         {result['queries']}  {result['by_source']}")
-    print(f"tokens sent     {result['tokens_sent']:,}  (o200k_base)")
-    print(f"baseline        {result['tokens_baseline']:,}  ({result['baseline']})")
-    print(f"tokens saved    {result['tokens_saved']:,}  ({result['saved_percent']}%)")
-    print(
-        f"money saved     ${usd['saved_as_input']:.4f} as input (${p['input']}/M), "
-        f"${usd['saved_as_cached_input']:.4f} as cached input (${p['cached_input']}/M); "
-        f"output (${p['output']}/M) unchanged"
-    )
-    state = "on" if result["enabled"] else "off"
-    print(f"log             {result['log']} ({state})")
-    if result["unavailable_files"]:
-        missing = result["unavailable_files"]
-        print(f"note            {missing} file(s) no longer in git: not counted")
+    print(savings_table(result))
     return 0
+
+
+def savings_table(r: dict[str, Any]) -> str:
+    """`indexer savings` for people: both baselines side by side, each labelled."""
+    from .output import table
+
+    p, usd = r["prices_usd_per_million"], r["usd"]
+    sources = ", ".join(f"{k} {v}" for k, v in sorted(r["by_source"].items())) or "none"
+    rows = [
+        ("sent (what the searches returned)", f"{r['tokens_sent']:,}", "", "", ""),
+        (
+            "baseline: files once per session (honest)",
+            f"{r['tokens_baseline_session']:,}",
+            f"{r['tokens_saved_session']:,}",
+            f"{r['saved_percent_session']}%",
+            f"${usd['saved_session_as_input']:.4f}",
+        ),
+        (
+            "baseline: files every query (upper bound)",
+            f"{r['tokens_baseline']:,}",
+            f"{r['tokens_saved']:,}",
+            f"{r['saved_percent']}%",
+            f"${usd['saved_as_input']:.4f}",
+        ),
+    ]
+    lines = [
+        f"{r['queries']} searches ({sources}) in {r['sessions']} session(s); "
+        "tokens counted with o200k_base",
+        "",
+        table(rows, ("", "tokens", "saved", "saved %", f"saved at ${p['input']}/M input")),
+        "",
+        f"Cached input (${p['cached_input']}/M) would save "
+        f"${usd['saved_as_cached_input']:.4f} on the upper bound; output tokens "
+        f"(${p['output']}/M) do not change.",
+        f"log: {r['log']} ({'on' if r['enabled'] else 'off'})",
+    ]
+    if r["unavailable_files"]:
+        lines.append(f"note: {r['unavailable_files']} file(s) no longer in git: not counted")
+    return "\n".join(lines)
 
 
 def cmd_agents(args: argparse.Namespace) -> int:

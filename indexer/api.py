@@ -145,6 +145,7 @@ class Index:
         self.manifest = read_manifest(snapshot)
         self.fusion = fusion or FusionConfig.load()
         self._vectors = vectors
+        self.session: str | None = None  # savings-log session of this object's searches
 
     # -- opening ---------------------------------------------------------------------------------
     @classmethod
@@ -324,9 +325,7 @@ class Index:
 
             compress_results(self, query, results)
         if log:
-            from .savings import record
-
-            record(self, results, json.dumps([r.to_dict() for r in results]), "api")
+            self._log(results, json.dumps([r.to_dict() for r in results]))
         return results
 
     def _search(
@@ -374,10 +373,14 @@ class Index:
 
         packed = budget_search(self, query, budget, k, **filters)
         if log:
-            from .savings import record
-
-            record(self, packed.items, packed.text, "api")
+            self._log(packed.items, packed.text)
         return packed
+
+    def _log(self, results: Sequence[Any], sent: str) -> None:
+        from .savings import new_session, record
+
+        self.session = self.session or new_session()
+        record(self, results, sent, "api", self.session)
 
     def rank(
         self,

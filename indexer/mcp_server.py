@@ -32,8 +32,10 @@ class Service:
 
     def __init__(self, repo: str | None, index_dir: str | None) -> None:
         from .api import _git_dir
+        from .savings import new_session
         from .store import default_index_dir
 
+        self.session = new_session()  # one server process is one agent session
         self.error: IndexerError | None = None
         self.index_dir = Path(index_dir or ".")
         try:
@@ -77,7 +79,7 @@ class Service:
             text = packed.text or "no results"
             text += f"\n({packed.tokens} tokens of {budget}; {packed.omitted} results omitted)"
             text = _first_line(verdict.message, text)
-            record(index, packed.items, text, "mcp")
+            record(index, packed.items, text, "mcp", self.session)
             return text
         results = index.search(query, k=k, compress=compress, **filters)
         verdict = index.verdict(query, results)
@@ -97,7 +99,7 @@ class Service:
                     lines.append(f"    {r.signature}")
             text = "\n".join(lines)
         text = _first_line(verdict.message, text)
-        record(index, results, text, "mcp")
+        record(index, results, text, "mcp", self.session)
         return text
 
     def show(self, chunk_id: str) -> str:

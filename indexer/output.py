@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 
@@ -34,7 +34,7 @@ def emit_jsonl(records: Iterable[Any]) -> None:
     sys.stdout.flush()
 
 
-def table(rows: list[tuple[str, ...]], header: tuple[str, ...]) -> str:
+def table(rows: Sequence[tuple[str, ...]], header: tuple[str, ...]) -> str:
     """A plain text table, columns padded to their widest cell (numbers right-aligned)."""
     all_rows = [header, *rows]
     widths = [max(len(r[i]) for r in all_rows) for i in range(len(header))]
