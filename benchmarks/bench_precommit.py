@@ -105,7 +105,7 @@ def main() -> int:
             commits(repo, 2, env)  # warm-up
             results[label] = commits(repo, args.commits, env)
             print(f"{label}: done", file=sys.stderr, flush=True)
-    print(f"| route | `git commit` median ms | max ms | median over no hook ms |")
+    print("| route | `git commit` median ms | max ms | median over no hook ms |")
     print("|---|---|---|---|")
     base_ms = statistics.median(results["no hook"]) * 1000
     for label, times in results.items():

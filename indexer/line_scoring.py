@@ -2,10 +2,10 @@
 
 A query term weighs its inverse document frequency in the index (rare terms such as
 `scheme` or `external` outweigh common ones such as `url`); stop words and question words
-weigh nothing, and neither do the words of the chunk's own name, which its signature already
-shows. A line scores the summed weight of the distinct query terms it contains (comments
-count half: code answers first); the best lines are kept, in file order, as many as the line
-and character budget allows.
+weigh nothing, and the words of the chunk's own name, which its signature already shows, a
+quarter. A line scores the summed weight of the distinct query terms it contains (comments
+count half: code answers first, and a kept comment brings the code line it describes); the
+best lines are kept, in file order, as many as the line and character budget allows.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from .tokens import STOPWORDS, split_identifier, stem
 MAX_ANSWER_LINES = 4  # body lines kept besides signature and docstring
 MAX_ANSWER_CHARS = 320  # and at most this many characters of them
 MIN_RELATIVE_SCORE = 0.34  # a kept line scores at least this fraction of the best line
+OWN_NAME_WEIGHT = 0.25
 QUESTION_WORDS = frozenset(
     {
         "how",
@@ -101,7 +102,8 @@ def answer_lines(
     max_chars: int = MAX_ANSWER_CHARS,
 ) -> list[int]:
     """Indices (into `lines`, from `start`) of the lines that answer best, in file order."""
-    useful = {t: w for t, w in weights.items() if t not in _terms(own_name)} or dict(weights)
+    own = _terms(own_name)
+    useful = {t: w * OWN_NAME_WEIGHT if t in own else w for t, w in weights.items()}
     scored: list[tuple[float, int]] = []
     for i in range(start, len(lines)):
         stripped = lines[i].strip()
@@ -122,8 +124,21 @@ def answer_lines(
     for score, i in scored:
         if len(kept) >= max_lines or score < MIN_RELATIVE_SCORE * best:
             break
-        if kept and chars + len(lines[i].strip()) > max_chars:
-            continue
-        kept.append(i)
-        chars += len(lines[i].strip())
+        picks = [i]
+        if _COMMENT.match(lines[i]):
+            picks += _described_line(lines, i)
+        for j in picks:
+            size = len(lines[j].strip())
+            if j in kept or len(kept) >= max_lines or (kept and chars + size > max_chars):
+                continue
+            kept.append(j)
+            chars += size
     return sorted(kept)
+
+
+def _described_line(lines: list[str], comment: int) -> list[int]:
+    """The code line a comment describes: the next line that is neither blank nor comment."""
+    for j in range(comment + 1, min(len(lines), comment + 4)):
+        if lines[j].strip() and not _COMMENT.match(lines[j]):
+            return [j]
+    return []

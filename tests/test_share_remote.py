@@ -56,7 +56,7 @@ def team(sample_repo: Path, tmp_path: Path) -> tuple[Path, Path, Path]:
 
 
 def test_ci_publishes_and_a_clone_pulls_with_one_command(team: tuple[Path, Path, Path]) -> None:
-    origin, ci, dev = team
+    _, ci, dev = team
     first = ci_run(ci)
     assert first["started_from"] is None and first["pushed"] is True  # the first run builds
     result = pull(dev)
