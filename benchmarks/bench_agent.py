@@ -337,7 +337,7 @@ def main() -> int:
     )
     wanted = set() if args.compress_lines_only else set(args.sets.split(","))
     for label, dataset, trees in (
-        d for d, key in zip(datasets, ("long", "short")) if key in wanted
+        d for d, key in zip(datasets, ("long", "short"), strict=True) if key in wanted
     ):
         cases = load_dataset(dataset / "instances.jsonl", trees)
         if args.limit:
