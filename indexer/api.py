@@ -17,7 +17,7 @@ import numpy as np
 
 from .chunker import Chunk
 from .dense import DenseIndex
-from .errors import IndexerError, NotARepositoryError
+from .errors import IndexerError, NotARepositoryError, check_types
 from .fusion import FusionConfig, confidence, recency_score, rrf
 from .lexical import LexicalIndex
 from .pathclass import FLAG_DOCS, FLAG_EXAMPLE, FLAG_GENERATED, FLAG_TEST, FLAG_VENDORED
@@ -283,8 +283,8 @@ class Index:
         from .graph import related
         from .related_types import Related
 
-        _check_types(key=(key, str), direction=(direction, str), depth=(depth, int))
-        _check_types(limit=(limit, int))
+        check_types(key=(key, str), direction=(direction, str), depth=(depth, int))
+        check_types(limit=(limit, int))
         return [Related.from_record(e) for e in related(self, key, direction, depth, limit)]
 
     # -- search ----------------------------------------------------------------------------------
@@ -312,8 +312,8 @@ class Index:
                 if isinstance(query, str)
                 else f"the query must be a string, not {type(query).__name__}"
             )
-        _check_types(k=(k, int), with_text=(with_text, bool), cut=(cut, bool))
-        _check_types(compress=(compress, bool), log=(log, bool))
+        check_types(k=(k, int), with_text=(with_text, bool), cut=(cut, bool))
+        check_types(compress=(compress, bool), log=(log, bool))
         if k < 1:
             raise IndexerError("k must be at least 1")
         where = SearchFilter.of(paths, languages, kinds)
@@ -369,7 +369,7 @@ class Index:
         `filters` are search's `paths`, `languages` and `kinds`."""
         from .budget import budget_search
 
-        _check_types(k=(k, int), log=(log, bool))
+        check_types(k=(k, int), log=(log, bool))
 
         packed = budget_search(self, query, budget, k, **filters)
         if log:
@@ -590,6 +590,8 @@ class Index:
     # -- status ----------------------------------------------------------------------------------
     def status(self) -> dict[str, Any]:
         """What is indexed and where, and how fresh it is: the keys of `indexer status --json`."""
+        from .freshness import index_freshness
+
         m = self.manifest
         return {
             "commit": m["commit"],
@@ -602,7 +604,9 @@ class Index:
             "languages": m.get("languages", {}),
             "artifact_bytes": sum(f["bytes"] for f in m["files"].values()),
             "files": {name: info["bytes"] for name, info in m["files"].items()},
-            "freshness": _freshness_or_unknown(self),
+            "freshness": index_freshness(
+                self.snapshot.parent.parent, m.get("repo_root"), m["commit"]
+            ),
         }
 
     # -- lifetime ----------------------------------------------------------------------------------
@@ -620,29 +624,6 @@ class Index:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _freshness_or_unknown(index: Index) -> dict[str, Any]:
-    from .freshness import freshness, last_failure
-
-    index_dir = index.snapshot.parent.parent
-    try:
-        return freshness(str(index.manifest.get("repo_root") or "."), index_dir, index.commit)
-    except IndexerError:  # the repository moved away from the index (--index-dir elsewhere)
-        return {
-            "head": None,
-            "state": "unknown",
-            "behind": None,
-            "updating": False,
-            "last_failure": last_failure(index_dir),
-        }
-
-
-def _check_types(**values: tuple[Any, type]) -> None:
-    """IndexerError (not a raw TypeError) for an argument of the wrong type."""
-    for name, (value, kind) in values.items():
-        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-            raise IndexerError(f"{name} must be {kind.__name__}, not {type(value).__name__}")
 
 
 def _map_file(path: Path) -> Any:

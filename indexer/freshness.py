@@ -171,3 +171,17 @@ def freshness(repo_path: str, index_dir: Path, indexed_commit: str | None) -> di
     if info["updating"]:
         info["state"] += ", updating"
     return info
+
+
+def index_freshness(index_dir: Path, repo_root: str | None, commit: str) -> dict[str, Any]:
+    """`freshness` of an index, or state `unknown` when its repository is gone or moved."""
+    try:
+        return freshness(repo_root or ".", index_dir, commit)
+    except IndexerError:
+        return {
+            "head": None,
+            "state": "unknown",
+            "behind": None,
+            "updating": False,
+            "last_failure": last_failure(index_dir),
+        }
