@@ -363,14 +363,22 @@ class Index:
         return file_lines(self, path, start_line, end_line)
 
     def search_budget(
-        self, query: str, budget: int, k: int = 10, *, log: bool = False, **filters: Any
+        self,
+        query: str,
+        budget: int,
+        k: int = 10,
+        *,
+        log: bool = False,
+        paths: str | list[str] | None = None,
+        languages: str | list[str] | None = None,
+        kinds: str | list[str] | None = None,
     ) -> Packed:
-        """The best results packed into at most `budget` o200k tokens (indexer/budget.py);
-        `filters` are search's `paths`, `languages` and `kinds`."""
+        """The best results packed into at most `budget` o200k tokens (indexer/budget.py),
+        filtered as `search` filters."""
         from .budget import budget_search
 
         check_types(k=(k, int), log=(log, bool))
-
+        filters = {"paths": paths, "languages": languages, "kinds": kinds}
         packed = budget_search(self, query, budget, k, **filters)
         if log:
             self._log(packed.items, packed.text)

@@ -22,8 +22,9 @@ Code index of this git repository (hybrid BM25 + semantic search over functions,
 module code, plus a call graph). Use it BEFORE reading or grepping files whenever you need to
 find where something is implemented, defined, configured or called: `search` answers in a few
 hundred tokens with file paths, line ranges and chunk ids; `show` returns one chunk whole;
-`retrieve` returns exact lines of a file; `related` lists callers and callees. Read whole files
-only when the compact answers are not enough."""
+`retrieve` returns exact lines of a file; `related` lists callers and callees. Each result shows
+its confidence; an answer starting with `low confidence:` means the repository has nothing close:
+stop searching for that concept. Read whole files only when the compact answers are not enough."""
 
 
 class Service:

@@ -162,14 +162,19 @@ def pull(
         raise IndexerError(
             "the published index was built with another static vector table; run `indexer build`"
         )
-    if not _already_current(directory, manifest):
-        _adopt(repo, directory, files, manifest, full_ref, str(published.id))
     result: dict[str, Any] = {
         "ref": full_ref,
         "indexed_commit": indexed,
         "head": head,
         "updated": False,
+        "adopted": False,
     }
+    local = _local_manifest(directory)
+    if local is not None and local.get("commit") == head:
+        return result  # the local index already is for HEAD: nothing to gain
+    if local is None or _checksums(local) != _checksums(manifest):
+        _adopt(repo, directory, files, manifest, full_ref, str(published.id))
+        result["adopted"] = True
     if indexed != head:
         report = update_index(repo_path, index_dir=directory, progress=False)
         result.update(
@@ -184,13 +189,11 @@ def _how_to_fetch(remote: str | None) -> str:
     return "; fetch it with `indexer pull --remote origin` or run `indexer publish`"
 
 
-def _already_current(directory: Path, manifest: dict[str, Any]) -> bool:
-    """The local index already is this published one (pulling twice changes nothing)."""
+def _local_manifest(directory: Path) -> dict[str, Any] | None:
     try:
-        local = read_manifest(current_snapshot(directory))
+        return read_manifest(current_snapshot(directory))
     except IndexerError:
-        return False
-    return local.get("commit") == manifest["commit"] and _checksums(local) == _checksums(manifest)
+        return None
 
 
 def _adopt(

@@ -33,6 +33,8 @@ def cmd_pull(args: argparse.Namespace) -> int:
     result = pull(args.repo, args.index_dir, args.ref, remote=args.remote)
     if args.json:
         emit_json(result)
+    elif not result["adopted"] and not result["updated"]:
+        print(f"the local index is already for HEAD ({result['head'][:12]}); nothing to pull")
     else:
         extra = " and updated it to HEAD" if result["updated"] else ""
         print(f"adopted the index of {result['indexed_commit'][:12]} from {result['ref']}{extra}")

@@ -63,7 +63,8 @@ def test_ci_publishes_and_a_clone_pulls_with_one_command(team: tuple[Path, Path,
     assert result["indexed_commit"] == head(dev) and result["updated"] is False
     assert not (dev / ".git" / "indexer" / "blobcache").exists()  # nothing was chunked
     assert Index.open(dev).search("InvoiceCalculator")[0].qualname == "InvoiceCalculator"
-    assert pull(dev)["updated"] is False  # pulling again changes nothing
+    again = pull(dev)  # pulling again changes nothing
+    assert again["updated"] is False and again["adopted"] is False
 
 
 def test_every_ci_run_chains_so_plain_fetches_fast_forward(
