@@ -90,6 +90,21 @@ def default_branch(repo: pygit2.Repository, remote: str | None) -> str | None:
     return None
 
 
+def branches_at(repo: pygit2.Repository, commit: pygit2.Oid | str) -> list[str]:
+    """Names of the local and remote-tracking branches whose tip is `commit` (remote names
+    without their remote), sorted."""
+    names: set[str] = set()
+    for name in repo.branches.local:
+        if repo.branches.local[name].target == commit:
+            names.add(name)
+    for name in repo.branches.remote:
+        branch = repo.branches.remote[name]
+        if name.endswith("/HEAD") or branch.target != commit:
+            continue
+        names.add(name.split("/", 1)[1] if "/" in name else name)
+    return sorted(names)
+
+
 def manifest_of(repo: pygit2.Repository, commit: pygit2.Commit) -> dict[str, Any] | None:
     """The manifest of a publish commit (unverified: only used to choose and compare)."""
     try:

@@ -40,9 +40,17 @@ ALLOWED_FILES = re.compile(r"^(manifest\.json|[a-z0-9_]+\.(json|jsonl|npy|bin|fa
 
 
 def default_ref(repo: pygit2.Repository) -> str:
-    if repo.head_is_detached or repo.head_is_unborn:
+    """refs/indexer/<branch>. A detached HEAD (as many CI systems check out) takes the name of
+    a branch whose tip it is, the default branch first; else `detached`."""
+    if repo.head_is_unborn:
         return REF_PREFIX + "detached"
-    return REF_PREFIX + repo.head.shorthand
+    if not repo.head_is_detached:
+        return REF_PREFIX + repo.head.shorthand
+    names = remote_refs.branches_at(repo, repo.head.target)
+    default = remote_refs.default_branch(repo, None)
+    if default in names:
+        return REF_PREFIX + default
+    return REF_PREFIX + (names[0] if names else "detached")
 
 
 def _full_ref(name: str | None, repo: pygit2.Repository) -> str:

@@ -135,6 +135,17 @@ def test_clones_behind_and_ahead_of_the_published_commit(
     assert Index.open(dev).search("local_unpushed_work")[0].symbol == "local_unpushed_work"
 
 
+def test_ci_on_a_detached_checkout_publishes_for_its_branch(
+    team: tuple[Path, Path, Path],
+) -> None:
+    _, ci, dev = team
+    branch = git(ci, "rev-parse", "--abbrev-ref", "HEAD").stdout.strip()
+    git(ci, "checkout", "-q", "--detach")  # what many CI systems check out
+    published = ci_run(ci)["publish"]
+    assert published["ref"] == f"refs/indexer/{branch}"
+    assert pull(dev)["ref"] == published["ref"]
+
+
 def test_pull_errors_are_one_line(team: tuple[Path, Path, Path], tmp_path: Path) -> None:
     _, _, dev = team
     proc = run_cli("pull", "--remote", "origin", cwd=dev)
