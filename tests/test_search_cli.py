@@ -153,3 +153,15 @@ def test_index_is_a_context_manager_and_status_matches_the_cli(repo: Path) -> No
     git(repo, "commit", "-q", "-m", "later")
     assert Index.open(repo).status()["freshness"]["state"] == "behind by 1 commit"
     assert "behind by 1 commit" in run_cli("status", cwd=repo).stdout
+
+
+def test_dispatch_in_process(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from indexer.cli import main
+
+    args = ["--repo", str(repo), "--no-log"]
+    assert main(["search", "retry_with_backoff", *args, "--jsonl", "-k", "2"]) == 0
+    assert json.loads(capsys.readouterr().out.splitlines()[0])["symbol"] == "retry_with_backoff"
+    assert main(["search", "KafkaConsumerGroupRebalance", *args]) == 1
+    assert capsys.readouterr().out.startswith("low confidence:")
+    assert main(["search", "x", "--kind", "lambda", *args]) == 2
+    assert capsys.readouterr().err.startswith("indexer: error: unknown kind")
