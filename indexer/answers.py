@@ -24,7 +24,7 @@ LOW_CONFIDENCE = 0.33
 MISSING_SYMBOL_FACTOR = 0.5
 SPLIT_MARK = "\n    ...\n"  # a later part repeats the signature, then this line (chunker)
 TAIL_LINES = 5  # a split definition's later part with this few lines is folded into its first
-_SHAPED = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:(?:\.|::)[A-Za-z_][A-Za-z0-9_]*)*")
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _IDENTIFIER = re.compile(r"[a-z][A-Z]|_|\.|::|^[A-Z][a-z]+[A-Z]")
 
 
@@ -53,7 +53,7 @@ def missing_symbols(lexical: Any, query: str) -> tuple[str, ...]:
         return ()
     missing = []
     for word in shaped:
-        parts = [p for p in re.split(r"\.|::", word) if p]
+        parts = _NAME.findall(word)  # `Flask.url_for` -> Flask, url_for; punctuation dropped
         if parts and all(lexical.term_id(stem(p.lower().strip("_"))) is None for p in parts):
             missing.append(word)
     return tuple(missing) if len(missing) == len(shaped) else ()
