@@ -155,7 +155,7 @@ def pull(
         if _ref_commit(repo, full_ref) is None:
             raise NoPublishedIndex(f"no published index at {full_ref}{_how_to_fetch(remote)}")
     else:
-        own = None if repo.head_is_detached else default_ref(repo)
+        own = default_ref(repo)  # a detached HEAD: the branch whose tip it is, if any
         chosen = remote_refs.choose(repo, own, remote)
         if chosen is None:
             raise NoPublishedIndex(f"no published index in this clone{_how_to_fetch(remote)}")
