@@ -3,8 +3,9 @@
     python benchmarks/bench_precommit.py [--commits N] [--old-rev REV] [--new-rev REV]
 
 In one run, on one small repository with an index: no hook, `indexer hooks install` (native),
-and the pre-commit framework with this repository's hook at two revisions (before and after
-the hook became a detaching shell one-liner). Each route makes N commits; the median and max
+the pre-commit framework with this repository's hook at two revisions (before and after the
+hook became a detaching shell one-liner), and the framework running a hook that does nothing
+(`true`: the framework's own floor). Each route makes N commits; the median and max
 wall time of `git commit` is reported. The background updates are waited for between commits
 so they do not slow the next measurement.
 """
@@ -30,6 +31,17 @@ ENV = {
     "GIT_COMMITTER_EMAIL": "b@example.com",
     "INDEXER_SAVINGS": "0",
 }
+NOOP_CONFIG = """repos:
+  - repo: local
+    hooks:
+      - id: noop
+        name: noop
+        entry: "true"
+        language: system
+        pass_filenames: false
+        always_run: true
+        stages: [post-commit]
+"""
 HOOK_TYPES = ["-t", "post-commit", "-t", "post-merge", "-t", "post-checkout", "-t", "post-rewrite"]
 
 
@@ -91,6 +103,7 @@ def main() -> int:
             "indexer hooks install (native)": "native",
             f"pre-commit, Python entry ({old[:7]})": old,
             f"pre-commit, shell entry ({new[:7]})": new,
+            "pre-commit, a hook that does nothing (floor)": "noop",
         }
         for label, route in routes.items():
             repo = make_repo(base / f"repo{len(results)}")
@@ -98,7 +111,10 @@ def main() -> int:
                 run([sys.executable, "-m", "indexer", "hooks", "install"], repo)
             elif route is not None:
                 (repo / ".pre-commit-config.yaml").write_text(
-                    f"repos:\n  - repo: {ROOT}\n    rev: {route}\n    hooks:\n      - id: indexer\n"
+                    NOOP_CONFIG
+                    if route == "noop"
+                    else f"repos:\n  - repo: {ROOT}\n    rev: {route}\n    hooks:\n"
+                    "      - id: indexer\n"
                 )
                 run([pre_commit, "install", *HOOK_TYPES], repo, env)
                 run([pre_commit, "install-hooks"], repo, env)
