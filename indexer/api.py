@@ -155,6 +155,9 @@ class Index:
         index_dir: str | os.PathLike[str] | None = None,
         fusion: FusionConfig | None = None,
     ) -> Index:
+        for name, value in (("repo", repo), ("index_dir", index_dir)):
+            if value is not None and not isinstance(value, str | os.PathLike):
+                raise IndexerError(f"{name} must be a path, not {type(value).__name__}")
         if index_dir is None:
             index_dir = default_index_dir(_git_dir(repo))
         return cls(current_snapshot(Path(index_dir)), fusion)

@@ -137,6 +137,8 @@ def test_api_argument_errors_are_indexer_errors(repo: Path) -> None:
         index.search(42)  # type: ignore[arg-type]
     with pytest.raises(IndexerError):
         index.related("clamp", depth="2")  # type: ignore[arg-type]
+    with pytest.raises(IndexerError, match="repo must be a path"):
+        Index.open(42)  # type: ignore[arg-type]
 
 
 def test_index_is_a_context_manager_and_status_matches_the_cli(repo: Path) -> None:
