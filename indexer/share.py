@@ -21,7 +21,7 @@ from typing import Any
 
 import pygit2
 
-from . import published as remote_refs
+from . import published_refs
 from .errors import IndexerError
 from .gitsource import open_repository
 from .store import (
@@ -34,7 +34,7 @@ from .store import (
 )
 from .vectors import StaticVectors, default_table_dir
 
-REF_PREFIX = remote_refs.REF_PREFIX
+REF_PREFIX = published_refs.REF_PREFIX
 # Every file a snapshot may hold: anything else in a fetched tree is rejected.
 ALLOWED_FILES = re.compile(r"^(manifest\.json|[a-z0-9_]+\.(json|jsonl|npy|bin|faiss))$")
 
@@ -46,8 +46,8 @@ def default_ref(repo: pygit2.Repository) -> str:
         return REF_PREFIX + "detached"
     if not repo.head_is_detached:
         return REF_PREFIX + repo.head.shorthand
-    names = remote_refs.branches_at(repo, repo.head.target)
-    default = remote_refs.default_branch(repo, None)
+    names = published_refs.branches_at(repo, repo.head.target)
+    default = published_refs.default_branch(repo, None)
     if default in names:
         return REF_PREFIX + default
     return REF_PREFIX + (names[0] if names else "detached")
@@ -112,7 +112,7 @@ def _same_index(
     repo: pygit2.Repository, previous: pygit2.Commit, tree: pygit2.Oid, manifest: dict[str, Any]
 ) -> bool:
     """The same indexed commit and byte-identical artifacts (only build times may differ)."""
-    old = remote_refs.manifest_of(repo, previous)
+    old = published_refs.manifest_of(repo, previous)
     if old is None or old.get("commit") != manifest["commit"]:
         return False
     if old.get("format_version") != manifest["format_version"]:
@@ -149,14 +149,14 @@ def pull(
         raise IndexerError("the repository has no commits yet")
     directory = Path(index_dir) if index_dir else default_index_dir(repo.path)
     if remote:
-        remote_refs.fetch(repo, remote)
+        published_refs.fetch(repo, remote)
     if ref:
         full_ref = _full_ref(ref, repo)
         if _ref_commit(repo, full_ref) is None:
             raise NoPublishedIndex(f"no published index at {full_ref}{_how_to_fetch(remote)}")
     else:
         own = default_ref(repo)  # a detached HEAD: the branch whose tip it is, if any
-        chosen = remote_refs.choose(repo, own, remote)
+        chosen = published_refs.choose(repo, own, remote)
         if chosen is None:
             raise NoPublishedIndex(f"no published index in this clone{_how_to_fetch(remote)}")
         full_ref = chosen.ref
@@ -289,7 +289,7 @@ def ci(
     published = publish(repo_path, index_dir, ref)
     pushed = False
     if push and remote and published["changed"]:
-        remote_refs.push(open_repository(repo_path), remote, published["ref"])
+        published_refs.push(open_repository(repo_path), remote, published["ref"])
         pushed = True
     return {
         "build": report.to_dict(),
