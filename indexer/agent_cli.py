@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import IndexerError
+from .terminal import clean
 
 
 def cmd_related(args: argparse.Namespace) -> int:
@@ -24,7 +25,8 @@ def cmd_related(args: argparse.Namespace) -> int:
         return 0
     for entry in found:
         s = entry["symbol"]
-        print(f"{s['path']}:{s['start_line']}-{s['end_line']}  {s['qualname']}  {s['id']}")
+        where = f"{s.get('path')}:{s.get('start_line')}-{s.get('end_line')}"
+        print(clean(f"{where}  {s.get('qualname', s.get('name'))}  {s['id']}"))
         for way in ("callers", "callees"):
             if way not in entry:
                 continue
@@ -33,9 +35,9 @@ def cmd_related(args: argparse.Namespace) -> int:
                 pad = "  " * r["depth"]
                 if "qualname" in r:
                     where = f"{r['path']}:{r['start_line']}"
-                    print(f"  {pad}{r['qualname']}  {where}  {r['id']}  ({r['how']})")
+                    print(clean(f"  {pad}{r['qualname']}  {where}  {r['id']}  ({r['how']})"))
                 else:
-                    print(f"  {pad}{r['name']}  ({r['kind']}, {r['how']})")
+                    print(clean(f"  {pad}{r['name']}  ({r['kind']}, {r['how']})"))
             if entry.get(f"{way}_omitted"):
                 print(f"  {'  '}... {entry[f'{way}_omitted']} more")
     return 0
@@ -103,7 +105,7 @@ def savings_table(r: dict[str, Any]) -> str:
         f"Cached input (${p['cached_input']}/M) would save "
         f"${usd['saved_as_cached_input']:.4f} on the upper bound; output tokens "
         f"(${p['output']}/M) do not change.",
-        f"log: {r['log']} ({'on' if r['enabled'] else 'off'})",
+        f"log: {clean(r['log'])} ({'on' if r['enabled'] else 'off'})",
     ]
     if r["unavailable_files"]:
         lines.append(f"note: {r['unavailable_files']} file(s) no longer in git: not counted")
@@ -118,10 +120,10 @@ def cmd_agents(args: argparse.Namespace) -> int:
         sys.stdout.write(json.dumps(snippets, indent=2) + "\n")
         return 0
     for item in snippets.values():
-        print(f"# {item['title']}")
+        print(f"# {clean(item['title'])}")
         if item.get("file"):
-            print(f"# -> {item['file']}")
-        print(item["text"].rstrip())
+            print(f"# -> {clean(item['file'])}")
+        print(clean(item["text"].rstrip(), multiline=True))
         print()
     return 0
 

@@ -12,7 +12,7 @@ import contextlib
 import json
 import os
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +27,7 @@ class CachedFile:
     records: list[dict[str, Any]]  # Chunk fields except id/path/blob/language
     lexical: list[list[str]]  # path-independent BM25 terms per chunk
     dense: list[list[str]]  # path-independent dense terms per chunk
+    redacted: dict[str, int] = field(default_factory=dict)  # secrets replaced, by kind
 
     def to_json(self) -> str:
         return json.dumps(
@@ -35,6 +36,7 @@ class CachedFile:
                 "records": self.records,
                 "lexical": self.lexical,
                 "dense": self.dense,
+                "redacted": self.redacted,
             },
             ensure_ascii=False,
             separators=(",", ":"),
@@ -43,7 +45,7 @@ class CachedFile:
     @classmethod
     def from_json(cls, text: str) -> CachedFile:
         raw = json.loads(text)
-        return cls(raw["skip"], raw["records"], raw["lexical"], raw["dense"])
+        return cls(raw["skip"], raw["records"], raw["lexical"], raw["dense"], raw["redacted"])
 
 
 class BlobCache:
@@ -69,7 +71,7 @@ class BlobCache:
         path = self._path(blob, language, stem)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".tmp-{os.getpid()}-")
             with os.fdopen(fd, "w", encoding="utf-8") as fh:
                 fh.write(entry.to_json())
             os.replace(tmp, path)
@@ -80,6 +82,11 @@ class BlobCache:
         """Delete least recently used entries until the cache fits; returns bytes removed."""
         if not self.directory.exists():
             return 0
+        from .store import remove_stale_temporaries
+
+        for folder in self.directory.iterdir():
+            if folder.is_dir():
+                remove_stale_temporaries(folder)  # entries a killed build was writing
         entries = []
         total = 0
         for path in self.directory.glob("*/*.json"):

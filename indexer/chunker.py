@@ -15,7 +15,9 @@ from typing import Any
 
 from .languages import SPECS, LanguageSpec
 
-CHUNKER_VERSION = 2  # bump when chunks or per-chunk build columns change
+# Bump when chunks or per-chunk build columns change. 3: secrets redacted (indexer/secrets.py),
+# so no cached or kept chunk from before redaction is ever reused.
+CHUNKER_VERSION = 3
 MAX_CHUNK_LINES = 120  # a definition longer than this is split
 MODULE_BLOCK_LINES = 60  # module-level code and text windows
 WINDOW_OVERLAP = 8

@@ -11,6 +11,7 @@ from pathlib import Path
 from . import __version__, agent_cli, search_cli, share_cli
 from .errors import IndexerError
 from .output import emit_json as _emit_json
+from .terminal import clean
 
 
 def cmd_build(args: argparse.Namespace) -> int:
@@ -27,9 +28,11 @@ def cmd_build(args: argparse.Namespace) -> int:
         _emit_json(report.to_dict())
     else:
         skipped = ", ".join(f"{k} {v}" for k, v in report.skipped.items()) or "none"
+        redacted = sum(report.redacted.values())
         print(
             f"indexed {report.commit[:12]}: {report.files} files, {report.chunks} chunks "
             f"in {report.seconds:.1f}s ({report.bytes / 1e6:.1f} MB); skipped: {skipped}"
+            + (f"; {redacted} secret values redacted" if redacted else "")
         )
     return 0
 
@@ -61,19 +64,22 @@ def cmd_status(args: argparse.Namespace) -> int:
     fresh = status["freshness"]
     print(f"state      {fresh['state']} (HEAD {str(fresh['head'])[:12]})")
     if fresh["last_failure"]:
-        print(f"last failure {fresh['last_failure']['time']}: {fresh['last_failure']['error']}")
+        failure = fresh["last_failure"]
+        print(clean(f"last failure {failure.get('time')}: {failure.get('error')}"))
     counts = status["counts"]
-    skipped = ", ".join(f"{k} {v}" for k, v in counts["skipped"].items()) or "none"
-    print(f"commit     {status['commit']}")
+    skipped = clean(", ".join(f"{k} {v}" for k, v in counts["skipped"].items()) or "none")
+    print(f"commit     {clean(status['commit'])}")
     print(
         f"built      {status['created']} (tool {status['tool_version']}, "
         f"format {status['format_version']})"
     )
     print(f"files      {counts['files']}  chunks {counts['chunks']}")
     print(f"skipped    {skipped}")
+    redacted = ", ".join(f"{k} {v}" for k, v in counts.get("redacted", {}).items()) or "none"
+    print(f"redacted   {redacted} (secret values replaced in indexed files)")
     langs = ", ".join(f"{k} {v}" for k, v in status["languages"].items())
     print(f"languages  {langs}")
-    print(f"artifacts  {status['snapshot']} ({status['artifact_bytes'] / 1e6:.1f} MB)")
+    print(f"artifacts  {clean(status['snapshot'])} ({status['artifact_bytes'] / 1e6:.1f} MB)")
     return 0
 
 
@@ -115,6 +121,20 @@ def cmd_hooks(args: argparse.Namespace) -> int:
     else:
         for c in changes:
             print(f"{c.hook:14} {c.action}")
+    return 0
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    from .provenance import verify_index
+
+    result = verify_index(args.repo, args.index_dir)
+    if args.json:
+        _emit_json(result)
+    else:
+        print(
+            f"ok: {result['files_checked']} files match their checksums, "
+            f"{result['chunks_checked']} chunks match commit {result['commit'][:12]}"
+        )
     return 0
 
 
@@ -197,6 +217,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     share_cli.add_commands(sub, common)  # publish, pull, ci
 
+    p = sub.add_parser(
+        "verify", parents=[common], help="check every artifact checksum and chunk against git"
+    )
+    p.set_defaults(func=cmd_verify)
+
     p = sub.add_parser("eval", help="retrieval quality on a dataset of queries with gold files")
     p.add_argument("--dataset", required=True, help="JSONL with query, gold_files, gold_functions")
     p.add_argument("--repo-root", default=None, help="directory holding the dataset's trees")
@@ -220,7 +245,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         code: int = args.func(args)
         return code
     except IndexerError as exc:
-        print(f"indexer: error: {exc}", file=sys.stderr)
+        print(f"indexer: error: {clean(exc)}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         print("indexer: interrupted", file=sys.stderr)
@@ -231,7 +256,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if os.environ.get("INDEXER_DEBUG"):
             raise
         print(
-            f"indexer: internal error: {type(exc).__name__}: {exc} "
+            f"indexer: internal error: {type(exc).__name__}: {clean(exc)} "
             "(set INDEXER_DEBUG=1 for details)",
             file=sys.stderr,
         )

@@ -1,5 +1,6 @@
 """Exact lines of an indexed file at the indexed commit (CLI `show PATH:START-END`, MCP
-`retrieve`): read from git, never from the working tree, and only for indexed files."""
+`retrieve`): read from git, never from the working tree, only for indexed files, with secret
+values redacted as in the index (indexer/secrets.py)."""
 
 from __future__ import annotations
 
@@ -36,8 +37,11 @@ def file_lines(
         )
     import pygit2
 
+    from .secrets import redact
+
     repo: Any = pygit2.Repository(index.manifest["repo_root"])
-    lines = bytes(repo[record["blob"]].data).decode("utf-8", "replace").splitlines()
+    data, _ = redact(bytes(repo[record["blob"]].data))  # what the index holds: no secrets
+    lines = data.decode("utf-8", "replace").splitlines()
     if start_line > len(lines):
         raise IndexerError(f"{clean} has only {len(lines)} lines")
     return lines[start_line - 1 : min(end, len(lines))]

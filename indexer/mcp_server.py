@@ -9,6 +9,7 @@ oversized requests) come back as tool errors the agent can read.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -137,8 +138,11 @@ def _first_line(message: str, text: str) -> str:
 def _line_count(index: Any, blob: str) -> int:
     import pygit2
 
+    from .secrets import redact
+
     repo: Any = pygit2.Repository(index.manifest["repo_root"])
-    return len(bytes(repo[blob].data).decode("utf-8", "replace").splitlines())
+    data, _ = redact(bytes(repo[blob].data))
+    return len(data.decode("utf-8", "replace").splitlines())
 
 
 def create_server(repo: str | None = None, index_dir: str | None = None) -> Any:
@@ -164,4 +168,52 @@ def serve(repo: str | None = None, index_dir: str | None = None) -> None:
     service = Service(repo, index_dir)
     if service.error is not None:
         print(f"indexer: error: {service.error}", file=sys.stderr)
-    _server(service).run("stdio")
+    server = _server(service)
+    _replace_lone_surrogates_on_stdin()
+    server.run("stdio")
+
+
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+
+
+def clean_request(line: bytes) -> bytes:
+    """A JSON-RPC line with lone UTF-16 surrogates (`"\\ud800"`, valid JSON but not
+    encodable as UTF-8) replaced by U+FFFD. The SDK cannot parse such a request and drops it
+    without a response, leaving the client waiting forever; cleaned, it gets an answer."""
+    if not _SURROGATE_ESCAPE.search(line):
+        return line
+    try:
+        message = json.loads(line)
+    except ValueError:
+        return line  # not JSON: the SDK answers with a parse error as usual
+    return json.dumps(_without_surrogates(message), ensure_ascii=False).encode("utf-8") + b"\n"
+
+
+def _without_surrogates(value: Any) -> Any:
+    if isinstance(value, str):
+        return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    if isinstance(value, list):
+        return [_without_surrogates(v) for v in value]
+    if isinstance(value, dict):
+        return {_without_surrogates(k): _without_surrogates(v) for k, v in value.items()}
+    return value
+
+
+def _replace_lone_surrogates_on_stdin() -> None:
+    """Put a pipe on fd 0 fed by a thread that passes each client line through
+    `clean_request` (the SDK reads fd 0 itself, below any Python-level wrapper)."""
+    import os
+    import threading
+
+    client = os.dup(0)
+    read_end, write_end = os.pipe()
+    os.dup2(read_end, 0)
+    os.close(read_end)
+
+    def pump() -> None:
+        with os.fdopen(client, "rb") as source, os.fdopen(write_end, "wb") as sink:
+            for line in source:
+                sink.write(clean_request(line))
+                sink.flush()
+
+    threading.Thread(target=pump, name="indexer-mcp-stdin", daemon=True).start()

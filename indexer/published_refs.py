@@ -64,6 +64,14 @@ def fetch(repo: pygit2.Repository, remote: str) -> None:
         raise _git_error(proc, f"fetching published indexes from {remote}")
 
 
+def fetch_commit(repo: pygit2.Repository, remote: str, commit: str) -> None:
+    """Make `commit` available (the source commit a published index was built from): by id,
+    else with the remote's branches. Failures are left to the caller's check."""
+    if _git(repo, "fetch", "--quiet", "--no-tags", remote, commit).returncode == 0:
+        return
+    _git(repo, "fetch", "--quiet", "--no-tags", remote)
+
+
 def push(repo: pygit2.Repository, remote: str, ref: str) -> None:
     """Push `ref` without force: published commits chain, so a push fast-forwards, and a push
     racing a newer publish fails loudly instead of installing the older index."""

@@ -14,6 +14,7 @@ from typing import Any
 
 from .errors import IndexerError
 from .output import Style, color_enabled, emit_json
+from .terminal import clean
 
 MAX_STDIN_QUERY = 100_000
 
@@ -54,24 +55,24 @@ def cmd_search(args: argparse.Namespace) -> int:
         out = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
     else:
         style = Style(color_enabled(sys.stdout))
-        lines = [style(verdict.message, "33")] if verdict.message else []
+        lines = [style(clean(verdict.message), "33")] if verdict.message else []
         if packed is not None:
-            lines += [packed.text] if packed.text else []
+            lines += [clean(packed.text, multiline=True)] if packed.text else []
         elif args.compress:
-            lines += [r.get("text") or "" for r in records]
+            lines += [clean(r.get("text") or "", multiline=True) for r in records]
         else:
             for rank, r in enumerate(records, 1):
-                name = r["qualname"] or r["symbol"]
+                name = clean(r["qualname"] or r["symbol"])
                 conf = f"confidence {r['confidence']:.2f} ({confidence_label(r['confidence'])})"
-                where = "{path}:{start_line}-{end_line}".format(**r)
-                kind = "[{kind}]".format(**r)
+                where = clean("{path}:{start_line}-{end_line}".format(**r))
+                kind = clean("[{kind}]".format(**r))
                 lines.append(
                     f"{rank:>2}. {style(where, '36')}  {style(name, '1')} {style(kind, '2')}"
-                    f"  {conf}  {style(r['id'], '2')}"
+                    f"  {conf}  {style(clean(r['id']), '2')}"
                 )
                 if r["signature"]:
-                    lines.append(f"    {r['signature']}")
-                lines += [f"    {line}" for line in (r.get("text") or "").splitlines()]
+                    lines.append(f"    {clean(r['signature'])}")
+                lines += [f"    {clean(line)}" for line in (r.get("text") or "").splitlines()]
         if not records:
             lines.append("no results")
         out = "\n".join(lines) + "\n"
@@ -97,8 +98,8 @@ def cmd_show(args: argparse.Namespace) -> int:
         if args.json:
             last = start + len(lines) - 1
             emit_json({"path": path, "start_line": start, "end_line": last, "lines": lines})
-        else:
-            sys.stdout.write("".join(line + "\n" for line in lines))
+        else:  # exactly those lines; control characters shown escaped (indexer/terminal.py)
+            sys.stdout.write("".join(clean(line) + "\n" for line in lines))
         return 0
     chunk = index.show(args.id)
     if args.json:
@@ -107,12 +108,14 @@ def cmd_show(args: argparse.Namespace) -> int:
         style = Style(color_enabled(sys.stdout))
         print(
             style(
-                f"{chunk.path}:{chunk.start_line}-{chunk.end_line}  {chunk.qualname} "
-                f"[{chunk.kind}]",
+                clean(
+                    f"{chunk.path}:{chunk.start_line}-{chunk.end_line}  {chunk.qualname} "
+                    f"[{chunk.kind}]"
+                ),
                 "36",
             )
         )
-        print(chunk.text)
+        print(clean(chunk.text, multiline=True))
     return 0
 
 

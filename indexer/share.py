@@ -7,6 +7,9 @@ the published refs itself, adopts the best one for HEAD (indexed commit HEAD, an
 descendant or another branch: the incremental update diffs trees) and brings it to HEAD.
 Fetched artifacts are data only: every file is checked against the manifest's size and
 sha256, only known file names are accepted, and nothing in them is executable.
+As the ref's pusher can fix those checksums too, every chunk is then checked against the git
+blob it came from (indexer/provenance.py) before anything is written: the indexed commit must be
+in the clone (`pull --remote` fetches it when it is not).
 """
 
 from __future__ import annotations
@@ -165,11 +168,6 @@ def pull(
     manifest = json.loads(files[MANIFEST])
     indexed = manifest["commit"]
     head = str(repo.head.target)
-    table = StaticVectors.load()
-    if manifest.get("vectors", {}).get("card") != table.card:
-        raise IndexerError(
-            "the published index was built with another static vector table; run `indexer build`"
-        )
     result: dict[str, Any] = {
         "ref": full_ref,
         "indexed_commit": indexed,
@@ -180,6 +178,19 @@ def pull(
     local = _local_manifest(directory)
     if local is not None and local.get("commit") == head:
         return result  # the local index already is for HEAD: nothing to gain
+    if indexed not in repo and remote:
+        published_refs.fetch_commit(repo, remote, indexed)  # a clone behind the published commit
+    if indexed not in repo:
+        raise IndexerError(
+            f"the published index is for commit {indexed[:12]}, which this "
+            "clone does not have; fetch it first (or pull with --remote)"
+        )
+    _check_content(repo, files, manifest, full_ref)
+    table = StaticVectors.load()
+    if manifest.get("vectors", {}).get("card") != table.card:
+        raise IndexerError(
+            "the published index was built with another static vector table; run `indexer build`"
+        )
     if local is None or _checksums(local) != _checksums(manifest):
         _adopt(repo, directory, files, manifest, full_ref, str(published.id))
         result["adopted"] = True
@@ -264,6 +275,26 @@ def _verified_files(repo: pygit2.Repository, tree: pygit2.Tree, ref: str) -> dic
         if len(data) != info.get("bytes") or hashlib.sha256(data).hexdigest() != info.get("sha256"):
             raise IndexerError(f"{reject}: {name} does not match its checksum (tampered?)")
     return files
+
+
+def _check_content(
+    repo: pygit2.Repository, files: dict[str, bytes], manifest: dict[str, Any], ref: str
+) -> None:
+    """Checksums only prove the files match their own manifest: anyone who can push the ref
+    can fix both. Every chunk is verified against the git blob it came from (provenance.py)."""
+    from .chunker import CHUNKER_VERSION
+    from .provenance import ProvenanceError, check_provenance
+
+    reject = f"rejected the index published at {ref}"
+    if manifest.get("chunker_version") != CHUNKER_VERSION:
+        raise IndexerError(
+            f"{reject}: it was made by chunker version {manifest.get('chunker_version')!r}, "
+            f"not {CHUNKER_VERSION}; publish it again with this version or run `indexer build`"
+        )
+    try:
+        check_provenance(files.__getitem__, set(files), repo, manifest["commit"])
+    except ProvenanceError as exc:
+        raise IndexerError(f"{reject}: {exc} (forged or damaged; nothing was adopted)") from None
 
 
 def ci(

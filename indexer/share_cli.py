@@ -6,6 +6,7 @@ import argparse
 from typing import Any
 
 from .output import emit_json
+from .terminal import clean
 
 
 def cmd_publish(args: argparse.Namespace) -> int:
@@ -16,13 +17,17 @@ def cmd_publish(args: argparse.Namespace) -> int:
         emit_json(result)
     elif not result["changed"]:
         print(
-            f"{result['ref']} already holds this index of {result['indexed_commit'][:12]} "
-            "(nothing to publish)"
+            clean(
+                f"{result['ref']} already holds this index of {result['indexed_commit'][:12]} "
+                "(nothing to publish)"
+            )
         )
     else:
         print(
-            f"published index of {result['indexed_commit'][:12]} as {result['ref']} "
-            f"({result['commit'][:12]}); share it with `git push origin {result['ref']}`"
+            clean(
+                f"published index of {result['indexed_commit'][:12]} as {result['ref']} "
+                f"({result['commit'][:12]}); share it with `git push origin {result['ref']}`"
+            )
         )
     return 0
 
@@ -37,7 +42,10 @@ def cmd_pull(args: argparse.Namespace) -> int:
         print(f"the local index is already for HEAD ({result['head'][:12]}); nothing to pull")
     else:
         extra = " and updated it to HEAD" if result["updated"] else ""
-        print(f"adopted the index of {result['indexed_commit'][:12]} from {result['ref']}{extra}")
+        print(
+            clean(f"adopted the index of {result['indexed_commit'][:12]} from {result['ref']}")
+            + extra
+        )
     return 0
 
 
@@ -53,8 +61,10 @@ def cmd_ci(args: argparse.Namespace) -> int:
         done = "published" if p["changed"] else "unchanged, not republished"
         pushed = f"; pushed to {args.remote}" if result["pushed"] else ""
         print(
-            f"{b['mode']} build of {b['commit'][:12]}{start} ({b['chunks']} chunks, "
-            f"{b['seconds']:.1f}s); {p['ref']} {done}{pushed}"
+            clean(
+                f"{b['mode']} build of {b['commit'][:12]}{start} ({b['chunks']} chunks, "
+                f"{b['seconds']:.1f}s); {p['ref']} {done}{pushed}"
+            )
         )
     return 0
 
