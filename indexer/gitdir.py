@@ -25,3 +25,10 @@ def git_dir(repo: str | os.PathLike[str] | None) -> str:
         if (candidate / "HEAD").is_file() and (candidate / "objects").is_dir():
             return str(candidate)  # bare repository
     raise NotARepositoryError(f"not a git repository: {start}")
+
+
+def index_dir_of(repo: str | None, index_dir: str | None) -> Path:
+    """`--index-dir` when given, else the repository's default (<git-dir>/indexer)."""
+    from .store import default_index_dir
+
+    return Path(index_dir) if index_dir else default_index_dir(git_dir(repo))

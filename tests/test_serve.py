@@ -69,6 +69,29 @@ def test_forwarded_commands_answer_exactly_as_local_ones(served: Path, env: dict
     assert server_status(env, served)["requests"] == 3
 
 
+def test_a_query_on_standard_input_is_read_by_the_client(served: Path, env: dict[str, str]) -> None:
+    args = [sys.executable, "-m", "indexer", "search", "-", "--repo", str(served), "--json"]
+    outputs = []
+    for mode in ("0", "on"):
+        proc = subprocess.run(
+            args,
+            input="format money\n",
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env=dict(env, INDEXER_SERVE=mode),
+        )
+        assert proc.returncode == 0, proc.stderr
+        outputs.append(proc.stdout)
+    assert outputs[0] == outputs[1]
+    assert json.loads(outputs[1])[0]["symbol"] == "format_money"
+    assert server_status(env, served)["requests"] == 1
+    dashed = subprocess.run(
+        args, input="-x format money", capture_output=True, text=True, timeout=300, env=env
+    )
+    assert dashed.returncode in (0, 1) and dashed.stdout.startswith("[")
+
+
 def test_a_server_never_answers_from_a_stale_snapshot(served: Path, env: dict[str, str]) -> None:
     query = ("search", "reconcile ledger balances", "--repo", str(served), "--json")
     before = json.loads(cli(env, *query).stdout)
