@@ -14,12 +14,19 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .chunker import Chunk
+from .chunks import Chunk
 from .dense import DenseIndex
 from .errors import IndexerError, NotARepositoryError
 from .fusion import FusionConfig, confidence, recency_score, rrf
 from .lexical import LexicalIndex
-from .pathclass import FLAG_DOCS, FLAG_EXAMPLE, FLAG_GENERATED, FLAG_TEST, FLAG_VENDORED
+from .pathclass import (
+    FLAG_DATA,
+    FLAG_DOCS,
+    FLAG_EXAMPLE,
+    FLAG_GENERATED,
+    FLAG_TEST,
+    FLAG_VENDORED,
+)
 from .store import current_snapshot, default_index_dir, read_manifest
 from .tokens import code_terms, identifiers, lexical_terms, path_terms, split_identifier
 from .vectors import StaticVectors
@@ -54,6 +61,38 @@ _ASKS_FOR = {
     FLAG_DOCS: {"doc", "docs", "documentation", "readme", "guide", "changelog", "rst", "markdown"},
     FLAG_VENDORED: {"compat", "compatibility", "vendor", "vendored", "legacy", "deprecated"},
     FLAG_GENERATED: {"dist", "build", "generated", "bundle"},
+    FLAG_DATA: {
+        "config",
+        "configuration",
+        "configure",
+        "configured",
+        "settings",
+        "setting",
+        "yaml",
+        "yml",
+        "json",
+        "toml",
+        "ini",
+        "cfg",
+        "csv",
+        "tsv",
+        "ci",
+        "workflow",
+        "workflows",
+        "pipeline",
+        "github",
+        "tox",
+        "docker",
+        "dataset",
+        "data",
+        "fixture",
+        "fixtures",
+        "parameters",
+        "params",
+        "manifest",
+        "dependencies",
+        "dependency",
+    },
 }
 
 
@@ -74,12 +113,14 @@ class SearchResult:
     keyword: float
     recency: float
     text: str | None = None
+    cell: int | None = None  # notebook cell; lines are within it (indexer/notebook.py)
 
     def to_dict(self) -> dict[str, Any]:
         # Flat fields only: a shallow copy (dataclasses.asdict deep-copies every value).
         data = dict(self.__dict__)
-        if data["text"] is None:
-            del data["text"]
+        for optional in ("text", "cell"):
+            if data[optional] is None:
+                del data[optional]
         return data
 
 
@@ -258,7 +299,7 @@ class Index:
 
     def show(self, chunk_id: str) -> Chunk:
         """A chunk by id, or by the `path:start-end` location compressed results print."""
-        if ":" in chunk_id:
+        if ":" in chunk_id or "#cell=" in chunk_id:
             from .compress import row_at_location
 
             return self.chunk_at(row_at_location(self, chunk_id))
@@ -438,15 +479,17 @@ class Index:
             if w["coherence"]:
                 mult *= 1.0 + w["coherence"] * math.log1p(max(0, file_counts.get(f, 1) - 1))
             factor[f] = mult
-        bad_rows = (flags & ~np.uint8(asked & 0xFF)) != 0
+        bad_rows = (flags & ~np.uint8((asked | FLAG_DATA) & 0xFF)) != 0
         out *= np.fromiter((factor[f] for f in files.tolist()), dtype=np.float64, count=len(rows))
         out[bad_rows] *= w["demote"]
+        if not asked & FLAG_DATA:
+            out *= self._data_demotion(q, files, flags)
         if not w["definition"] or not (q.identifiers or q.symbol_like):
             return out
         for i, row in enumerate(rows.tolist()):
             mult = 1.0
             symbol = symbols[row].lower()
-            if kinds[row] == "module" and defines[row]:
+            if kinds[row] in ("module", "cell") and defines[row]:
                 if any(name.lower() in q.identifiers for name in defines[row].split()):
                     mult *= 1.0 + w["definition"]
             elif kinds[row] in ("function", "method", "class") and symbol:
@@ -458,6 +501,17 @@ class Index:
                         mult *= 1.0 + 0.5 * w["definition"]
             if mult != 1.0:
                 out[i] *= mult
+        return out
+
+    def _data_demotion(self, q: Query, files: np.ndarray, flags: np.ndarray) -> np.ndarray:
+        """Data and configuration files rank below code for a question about behaviour; a
+        query that names the file (`fusion.json`, `ci.yml`) keeps it where it is."""
+        out = np.ones(len(files), dtype=np.float64)
+        text = q.text.lower()
+        for i in np.nonzero(flags & FLAG_DATA)[0].tolist():
+            name = self.files[int(files[i])]["path"].rsplit("/", 1)[-1].lower()
+            if name not in text:
+                out[i] = self.fusion["rerank"]["demote_data"]
         return out
 
     @cached_property
@@ -514,6 +568,7 @@ class Index:
             keyword=round(s["keyword"], 4),
             recency=round(s["recency"], 4),
             text=c.text if with_text else None,
+            cell=c.cell,
         )
 
     # -- status ----------------------------------------------------------------------------------

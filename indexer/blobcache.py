@@ -27,6 +27,7 @@ class CachedFile:
     records: list[dict[str, Any]]  # Chunk fields except id/path/blob/language
     lexical: list[list[str]]  # path-independent BM25 terms per chunk
     dense: list[list[str]]  # path-independent dense terms per chunk
+    fallback: str | None = None  # indexed as text because its format did not parse
 
     def to_json(self) -> str:
         return json.dumps(
@@ -35,6 +36,7 @@ class CachedFile:
                 "records": self.records,
                 "lexical": self.lexical,
                 "dense": self.dense,
+                "fallback": self.fallback,
             },
             ensure_ascii=False,
             separators=(",", ":"),
@@ -43,7 +45,7 @@ class CachedFile:
     @classmethod
     def from_json(cls, text: str) -> CachedFile:
         raw = json.loads(text)
-        return cls(raw["skip"], raw["records"], raw["lexical"], raw["dense"])
+        return cls(raw["skip"], raw["records"], raw["lexical"], raw["dense"], raw.get("fallback"))
 
 
 class BlobCache:

@@ -36,6 +36,7 @@ from .gitsource import (
     resolve_commit,
 )
 from .lexical import LexicalIndex, postings_of
+from .notebook import fallback_reason
 from .pathclass import path_flags
 from .store import (
     SnapshotWriter,
@@ -64,6 +65,7 @@ class BuildReport:
     cached_files: int = 0  # taken from the blob cache
     chunked_files: int = 0  # parsed now
     searchable_seconds: float = 0.0  # until the new snapshot answered searches (graph follows)
+    fallback: dict[str, int] = field(default_factory=dict)  # indexed as text: reason -> files
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -99,7 +101,8 @@ def chunk_blob(data: bytes, path: str, language: str) -> CachedFile:
         return CachedFile(reason, [], [], [])
     records = chunk_records(path_stem(path), language, data)
     docs = [record_documents(r) for r in records]
-    return CachedFile(None, records, [d[0] for d in docs], [d[1] for d in docs])
+    fallback = fallback_reason(language, records)
+    return CachedFile(None, records, [d[0] for d in docs], [d[1] for d in docs], fallback)
 
 
 def chunk_batch(repo_path: str, items: list[tuple[str, str, str]]) -> list[CachedFile]:
@@ -181,6 +184,7 @@ class BaseSnapshot:
         self.blob_of = {f["path"]: f["blob"] for f in self.files}
         self.time_of = {f["path"]: int(f["time"]) for f in self.files}
         self.language_of = {f["path"]: f.get("language", "") for f in self.files}
+        self._file_of = {f["path"]: f for f in self.files}
         self.meta_offsets = np.load(snapshot / "chunk_offsets.npy", allow_pickle=False)
         self.text_offsets = np.load(snapshot / "text_offsets.npy", allow_pickle=False)
         self.columns: dict[str, list[str]] = json.loads((snapshot / "columns.json").read_text())
@@ -188,6 +192,11 @@ class BaseSnapshot:
         self.fids, self.vectors = DenseIndex.load(snapshot, mmap=False).stored()
         self._meta = _map(snapshot / "chunks.jsonl")
         self._texts = _map(snapshot / "texts.bin")
+
+    def fallback_of(self, path: str) -> dict[str, str]:
+        """A kept file's fallback mark (an invalid notebook indexed as text), if any."""
+        record = self._file_of.get(path, {})
+        return {"fallback": record["fallback"]} if "fallback" in record else {}
 
     def meta_bytes(self, start: int, end: int) -> bytes:
         return bytes(self._meta[int(self.meta_offsets[start]) : int(self.meta_offsets[end])])
@@ -422,6 +431,7 @@ def _report(
         files=counts["files"],
         chunks=counts["chunks"],
         skipped=counts["skipped"],
+        fallback=counts.get("fallback", {}),
         seconds=round(time.perf_counter() - started, 3),
         snapshot=str(snapshot),
         bytes=sum(f["bytes"] for f in manifest["files"].values()),
@@ -495,15 +505,15 @@ def _assemble(
     file_records = []
     row = 0
     for file_index, f in enumerate(indexed):
-        file_records.append(
-            {
-                "path": f.path,
-                "blob": f.blob,
-                "time": times.get(f.path, 0),
-                "language": f.language or "text",
-            }
-        )
+        file_record: dict[str, Any] = {
+            "path": f.path,
+            "blob": f.blob,
+            "time": times.get(f.path, 0),
+            "language": f.language or "text",
+        }
+        file_records.append(file_record)
         if f.path in kept_paths and base is not None:
+            file_record.update(base.fallback_of(f.path))
             start, end = base.rows[f.path]
             n = end - start
             meta_parts.append(base.meta_bytes(start, end))
@@ -520,6 +530,8 @@ def _assemble(
         else:
             entry = fresh[f.path]
             language = f.language or "text"
+            if entry.fallback:
+                file_record["fallback"] = entry.fallback
             chunks = materialize(entry.records, f.path, language, f.blob)
             n = len(chunks)
             path_lex, path_dense = path_documents(f.path)
@@ -535,7 +547,7 @@ def _assemble(
                 ids[i] = faiss_id(c.id)
                 symbols.append(c.symbol)
                 kinds.append(c.kind)
-                defines.append(module_definitions(c.text) if c.kind == "module" else "")
+                defines.append(module_definitions(c.text) if c.kind in ("module", "cell") else "")
                 new_lexical.append(entry.lexical[i] + path_lex)
                 new_dense.append(entry.dense[i] + path_dense)
                 new_rows.append(row + i)
@@ -595,11 +607,16 @@ def _assemble(
     for path, (_, reason) in sorted(skipped.items()):
         if len(examples.setdefault(reason, [])) < 5:
             examples[reason].append(path)
+    fallback_counts: dict[str, int] = {}
+    for record in file_records:
+        if "fallback" in record:
+            fallback_counts[record["fallback"]] = fallback_counts.get(record["fallback"], 0) + 1
     return {
         "counts": {
             "files": len(indexed),
             "chunks": n_rows,
             "skipped": dict(sorted(skip_counts.items())),
+            "fallback": dict(sorted(fallback_counts.items())),
         },
         "languages": dict(sorted(languages.items())),
         "skipped_examples": examples,

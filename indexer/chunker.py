@@ -7,47 +7,24 @@ split at statement boundaries with their signature repeated as context.
 
 from __future__ import annotations
 
-import hashlib
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
+from .chunks import Chunk, chunk_id, materialize
+from .datafiles import DATA_LANGUAGES, data_records
 from .languages import SPECS, LanguageSpec
+from .notebook import notebook_records
 
-CHUNKER_VERSION = 2  # bump when chunks or per-chunk build columns change
+__all__ = ["CHUNKER_VERSION", "Chunk", "chunk_file", "chunk_id", "chunk_records", "materialize"]
+
+CHUNKER_VERSION = 3  # bump when chunks or per-chunk build columns change
 MAX_CHUNK_LINES = 120  # a definition longer than this is split
 MODULE_BLOCK_LINES = 60  # module-level code and text windows
 WINDOW_OVERLAP = 8
 MAX_SIGNATURE_CHARS = 300
 MAX_DOCSTRING_CHARS = 600
-
-
-@dataclass(frozen=True)
-class Chunk:
-    id: str
-    path: str
-    language: str
-    kind: str  # function | method | class | module | section | text
-    symbol: str
-    qualname: str
-    signature: str
-    docstring: str
-    start_line: int  # 1-based, inclusive
-    end_line: int
-    start_byte: int
-    end_byte: int
-    blob: str
-    text: str
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-def chunk_id(path: str, kind: str, qualname: str, ordinal: int) -> str:
-    """Stable id: the same definition at the same path gets the same id in every build."""
-    key = f"{path}\0{kind}\0{qualname}\0{ordinal}".encode()
-    return hashlib.blake2b(key, digest_size=8).hexdigest()
 
 
 @cache
@@ -405,32 +382,19 @@ def chunk_records(stem: str, language: str, data: bytes) -> list[dict[str, Any]]
     chunker = _FileChunker(stem, data)
     if not chunker.lines:
         return []
+    if language == "notebook":
+        records = notebook_records(stem, data, chunk_records)
+        if records is not None:
+            return records
+        language = "json"  # not a notebook: text windows (build.py counts the fallback)
+    elif language in DATA_LANGUAGES and (records := data_records(stem, language, data)):
+        return records
     spec = SPECS.get(language)
     if spec is None:
         chunker.text_file(language)
     else:
         chunker.code_file(spec)
     return chunker.records
-
-
-def materialize(records: list[dict[str, Any]], path: str, language: str, blob: str) -> list[Chunk]:
-    """Chunks at `path`: ids are derived from the path, kind, qualified name and ordinal."""
-    seen: dict[tuple[str, str], int] = {}
-    chunks = []
-    for r in records:
-        key = (r["kind"], r["qualname"])
-        ordinal = seen.get(key, 0)
-        seen[key] = ordinal + 1
-        chunks.append(
-            Chunk(
-                id=chunk_id(path, r["kind"], r["qualname"], ordinal),
-                path=path,
-                language=language,
-                blob=blob,
-                **r,
-            )
-        )
-    return chunks
 
 
 def chunk_file(path: str, language: str, blob: str, data: bytes) -> list[Chunk]:

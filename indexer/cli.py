@@ -46,15 +46,18 @@ def cmd_build(args: argparse.Namespace) -> int:
         _emit_json(report.to_dict())
     else:
         skipped = ", ".join(f"{k} {v}" for k, v in report.skipped.items()) or "none"
+        fallback = "".join(f", as text: {k} {v}" for k, v in report.fallback.items())
         print(
             f"indexed {report.commit[:12]}: {report.files} files, {report.chunks} chunks "
             f"in {report.seconds:.1f}s ({report.bytes / 1e6:.1f} MB); skipped: {skipped}"
+            f"{fallback}"
         )
     return 0
 
 
 def cmd_search(args: argparse.Namespace) -> int:
     from .api import Index
+    from .notebook import location
 
     index = Index.open(args.repo, index_dir=args.index_dir)
     results = index.search(args.query, k=args.k, with_text=args.text, log=False)
@@ -69,7 +72,8 @@ def cmd_search(args: argparse.Namespace) -> int:
     for r in results:
         name = r.qualname or r.symbol
         print(
-            f"{style(f'{r.path}:{r.start_line}-{r.end_line}', '36')}  {style(name, '1')} "
+            f"{style(location(r.path, r.cell, r.start_line, r.end_line), '36')}  "
+            f"{style(name, '1')} "
             f"{style(f'[{r.kind}]', '2')}  conf {r.confidence:.2f}  {style(r.id, '2')}"
         )
         if r.signature:
@@ -82,6 +86,7 @@ def cmd_search(args: argparse.Namespace) -> int:
 
 def cmd_show(args: argparse.Namespace) -> int:
     from .api import Index
+    from .notebook import location
 
     index = Index.open(args.repo, index_dir=args.index_dir)
     chunk = index.show(args.id)
@@ -91,7 +96,8 @@ def cmd_show(args: argparse.Namespace) -> int:
         style = Style(_color_enabled(sys.stdout))
         print(
             style(
-                f"{chunk.path}:{chunk.start_line}-{chunk.end_line}  {chunk.qualname} "
+                f"{location(chunk.path, chunk.cell, chunk.start_line, chunk.end_line)}  "
+                f"{chunk.qualname} "
                 f"[{chunk.kind}]",
                 "36",
             )
@@ -138,6 +144,8 @@ def cmd_status(args: argparse.Namespace) -> int:
     )
     print(f"files      {counts['files']}  chunks {counts['chunks']}")
     print(f"skipped    {skipped}")
+    if counts.get("fallback"):  # indexed, but as text: its format did not parse
+        print("as text    " + ", ".join(f"{k} {v}" for k, v in counts["fallback"].items()))
     langs = ", ".join(f"{k} {v}" for k, v in status["languages"].items())
     print(f"languages  {langs}")
     print(f"artifacts  {status['snapshot']} ({status['artifact_bytes'] / 1e6:.1f} MB)")

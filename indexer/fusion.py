@@ -40,6 +40,7 @@ DEFAULTS: dict[str, Any] = {
         "coherence": 0.2,  # several candidates from one file
         "saturation": 0.7,  # j-th chunk of a file in the ranking is multiplied by this**j
         "demote": 0.3,  # tests/examples/docs/vendored/generated unless asked for
+        "demote_data": 0.5,  # data/configuration files unless asked for or named
     },
     # Code-graph signals (indexer/graph.py graph_rerank); 0 = off. Only the PageRank prior
     # raised dev-set MRR (both sets, R@10 unchanged); expand and file_boost did not

@@ -258,7 +258,9 @@ TEXT_EXTENSIONS: dict[str, str] = {
     ".gradle": "gradle",
     ".cmake": "cmake",
     ".tex": "tex",
-    ".ipynb": "json",
+    ".ipynb": "notebook",  # cells: indexer/notebook.py
+    ".csv": "csv",  # large data files by shape: indexer/datafiles.py
+    ".tsv": "tsv",
     ".vue": "html",
     ".svelte": "html",
 }

@@ -88,6 +88,9 @@ class Service:
 
     def retrieve(self, path: str, start_line: int, end_line: int | None) -> str:
         index = self.index
+        path, _, cell = path.strip().partition("#cell=")  # a notebook cell's lines
+        if cell and not cell.isdigit():
+            raise IndexerError(f"not a notebook cell: #cell={cell} (expected #cell=N)")
         clean = posixpath.normpath(path.strip().replace("\\", "/"))
         if path.strip().startswith("/") or clean == ".." or clean.startswith("../"):
             raise IndexerError(f"{path!r} is outside the repository; give a path relative to it")
@@ -105,7 +108,15 @@ class Service:
         import pygit2
 
         repo: Any = pygit2.Repository(index.manifest["repo_root"])
-        lines = bytes(repo[record["blob"]].data).decode("utf-8", "replace").splitlines()
+        data = bytes(repo[record["blob"]].data)
+        if cell:
+            from .notebook import cell_source
+
+            source = cell_source(data, int(cell))
+            if source is None:
+                raise IndexerError(f"{clean} has no code or markdown cell {cell}")
+            clean, data = f"{clean}#cell={cell}", source.encode("utf-8")
+        lines = data.decode("utf-8", "replace").splitlines()
         if start_line > len(lines):
             raise IndexerError(f"{clean} has only {len(lines)} lines")
         end = min(end, len(lines))
@@ -167,7 +178,7 @@ def create_server(repo: str | None = None, index_dir: str | None = None) -> Any:
     @server.tool(
         description="Exact lines of a file at the indexed commit, by repository-relative path "
         f"(at most {MAX_RETRIEVE_LINES} lines per call). Use after `search` to see the lines "
-        "around a result.",
+        "around a result. In a notebook, `path#cell=N` reads the lines of cell N.",
         annotations=read_only,
         structured_output=False,
     )
