@@ -87,6 +87,8 @@ def logged_search(args: argparse.Namespace) -> int:
 def cmd_related(args: argparse.Namespace) -> int:
     from .api import Index
 
+    from .notebook import location
+
     direction = "callers" if args.callers else "callees" if args.callees else "both"
     index = Index.open(args.repo, index_dir=args.index_dir)
     found = index.related(args.target, direction=direction, depth=args.depth, limit=args.limit)
@@ -95,7 +97,8 @@ def cmd_related(args: argparse.Namespace) -> int:
         return 0
     for entry in found:
         s = entry["symbol"]
-        print(f"{s['path']}:{s['start_line']}-{s['end_line']}  {s['qualname']}  {s['id']}")
+        where = location(s["path"], s.get("cell"), s["start_line"], s["end_line"])
+        print(f"{where}  {s['qualname']}  {s['id']}")
         for way in ("callers", "callees"):
             if way not in entry:
                 continue
@@ -103,7 +106,7 @@ def cmd_related(args: argparse.Namespace) -> int:
             for r in entry[way]:
                 pad = "  " * r["depth"]
                 if "qualname" in r:
-                    where = f"{r['path']}:{r['start_line']}"
+                    where = location(r["path"], r.get("cell"), r["start_line"])
                     print(f"  {pad}{r['qualname']}  {where}  {r['id']}  ({r['how']})")
                 else:
                     print(f"  {pad}{r['name']}  ({r['kind']}, {r['how']})")

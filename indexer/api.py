@@ -28,7 +28,14 @@ from .pathclass import (
     FLAG_VENDORED,
 )
 from .store import current_snapshot, default_index_dir, read_manifest
-from .tokens import code_terms, identifiers, lexical_terms, path_terms, split_identifier
+from .tokens import (
+    STOPWORDS,
+    code_terms,
+    identifiers,
+    lexical_terms,
+    path_terms,
+    split_identifier,
+)
 from .vectors import StaticVectors
 
 if TYPE_CHECKING:
@@ -146,6 +153,19 @@ _IDENT_SHAPE = re.compile(r"[a-z][A-Z]|_|\.|::|\(\)|^[A-Z][a-z]+[A-Z]")
 _CODE_SPAN = re.compile(r"```.*?```|`[^`\n]+`", re.DOTALL)
 
 
+def _acronyms(words: list[str]) -> set[str]:
+    """A short question that spells out an acronym names it: `reciprocal rank fusion` names
+    `rrf`. Initials of 3-4 consecutive content words; none for long texts (chance matches)."""
+    content = [w for w in words if w[:1].isalpha() and w.lower() not in STOPWORDS]
+    if len(content) > ACRONYM_MAX_WORDS:
+        return set()
+    initials = "".join(w[0].lower() for w in content)
+    return {initials[i : i + n] for n in (3, 4) for i in range(len(initials) - n + 1)}
+
+
+ACRONYM_MAX_WORDS = 12
+
+
 def parse_query(text: str) -> Query:
     words = text.split()
     shaped = [w for w in words if _IDENT_SHAPE.search(w)]
@@ -157,7 +177,7 @@ def parse_query(text: str) -> Query:
         # identifier-shaped words and code spans name symbols.
         code = " ".join(shaped) + " " + " ".join(_CODE_SPAN.findall(text))
         idents = identifiers(code)
-    lowered = {w.lower() for w in idents}
+    lowered = {w.lower() for w in idents} | _acronyms(words)
     return Query(
         text=text,
         lexical=lexical_terms(text),

@@ -50,7 +50,7 @@ class Cell:
 
 @dataclass(frozen=True)
 class Notebook:
-    language: str  # a tree-sitter language of SPECS, or "text"
+    language: str  # the kernel's language, lowercased ("python", "r", "julia")
     cells: list[Cell]
 
 
@@ -59,7 +59,7 @@ def is_notebook(path: str) -> bool:
 
 
 def kernel_language(metadata: dict[str, Any]) -> str:
-    """The chunker language of a notebook's kernel; unknown kernels are plain text."""
+    """The language of a notebook's kernel in our names (`python3` -> `python`)."""
     names = []
     kernelspec = metadata.get("kernelspec")
     if isinstance(kernelspec, dict):
@@ -70,8 +70,7 @@ def kernel_language(metadata: dict[str, Any]) -> str:
     for name in names:
         if isinstance(name, str) and name.strip():
             lowered = name.strip().lower()
-            language = _KERNEL_LANGUAGES.get(lowered, lowered)
-            return language if language in SPECS else "text"
+            return _KERNEL_LANGUAGES.get(lowered, lowered)
     return "python"  # nbformat's default kernel
 
 
@@ -81,20 +80,28 @@ def parse(data: bytes) -> Notebook | None:
         raw = json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, ValueError):
         return None
-    if not isinstance(raw, dict) or not isinstance(raw.get("cells"), list):
-        return None  # nbformat 3 (worksheets) and other JSON are not handled as notebooks
+    if not isinstance(raw, dict):
+        return None
+    raw_cells = raw.get("cells")
+    worksheets = raw.get("worksheets")
+    if raw_cells is None and isinstance(worksheets, list):  # nbformat 3
+        raw_cells = [c for w in worksheets if isinstance(w, dict) for c in w.get("cells", [])]
+    if not isinstance(raw_cells, list):
+        return None
     metadata = raw.get("metadata")
     language = kernel_language(metadata if isinstance(metadata, dict) else {})
     cells = []
-    for number, cell in enumerate(raw["cells"], start=1):
+    for number, cell in enumerate(raw_cells, start=1):
         if not isinstance(cell, dict):
             return None
         kind = cell.get("cell_type")
-        source = cell.get("source", "")
+        source = cell.get("input" if "input" in cell else "source", "")  # v3 code: "input"
         if isinstance(source, list) and all(isinstance(s, str) for s in source):
             source = "".join(source)
         if not isinstance(source, str):
             return None
+        if kind == "heading":  # nbformat 3 headings are markdown headings
+            kind, source = "markdown", "#" * int(cell.get("level", 1)) + " " + source
         if kind in ("code", "markdown"):
             cells.append(Cell(number, kind, source))
     return Notebook(language, cells)
@@ -111,10 +118,13 @@ def notebook_records(
     notebook = parse(data)
     if notebook is None:
         return None
+    # A kernel language without a tree-sitter grammar here is cut into text windows.
+    code_as = notebook.language if notebook.language in SPECS else "text"
     records: list[dict[str, Any]] = []
     for cell in notebook.cells:
         language = notebook.language if cell.kind == "code" else "markdown"
-        for record in chunk_records(stem, language, cell.source.encode("utf-8")):
+        cut_as = code_as if cell.kind == "code" else "markdown"
+        for record in chunk_records(stem, cut_as, cell.source.encode("utf-8")):
             if cell.kind == "code" and record["kind"] in ("module", "text"):
                 record.update(kind="cell", qualname=f"<cell {cell.number}>")
             record.update(cell=cell.number, language=language)
@@ -170,7 +180,7 @@ def split_location(ref: str) -> tuple[str, int, int | None, int | None] | None:
     return match["path"], int(match["cell"]), start, end
 
 
-def location(path: str, cell: int | None, start_line: int, end_line: int) -> str:
-    """`path:start-end`, or `path#cell=N:start-end` for a notebook cell's lines."""
+def location(path: str, cell: int | None, start_line: int, end_line: int | None = None) -> str:
+    """`path:start-end` (or `path:start`), `path#cell=N:start-end` for a notebook cell's lines."""
     where = f"{path}#cell={cell}" if cell is not None else path
-    return f"{where}:{start_line}-{end_line}"
+    return f"{where}:{start_line}" + (f"-{end_line}" if end_line is not None else "")
