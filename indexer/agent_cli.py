@@ -86,7 +86,6 @@ def logged_search(args: argparse.Namespace) -> int:
 
 def cmd_related(args: argparse.Namespace) -> int:
     from .api import Index
-
     from .notebook import location
 
     direction = "callers" if args.callers else "callees" if args.callees else "both"

@@ -152,8 +152,10 @@ def test_mcp_retrieve_reads_a_cell(notebook_repo: Path) -> None:
     build_index(notebook_repo, progress=False)
     service = Service(str(notebook_repo), None)
     text = service.retrieve("analysis/pricing.ipynb#cell=5", 1, 2)
-    assert text == (
-        "## analysis/pricing.ipynb#cell=5:1-2 (of 3 lines)\nbasket = Basket()\nbasket.items = [10, 20]"
-    )
+    assert text.splitlines() == [
+        "## analysis/pricing.ipynb#cell=5:1-2 (of 3 lines)",
+        "basket = Basket()",
+        "basket.items = [10, 20]",
+    ]
     shown = service.show("analysis/pricing.ipynb#cell=2")
     assert shown.startswith("## analysis/pricing.ipynb#cell=2:1-3") and "VAT_RATE" in shown
