@@ -67,6 +67,20 @@ def test_real_notebook_with_outputs_and_images_indexes_only_sources() -> None:
     assert max(len(c.text) for c in chunks) < 1000  # the 13 KB image is gone
 
 
+def test_a_notebook_with_big_outputs_is_not_skipped(make_repo) -> None:  # type: ignore[no-untyped-def]
+    nb = json.loads(notebook("pricing.ipynb"))
+    image = {
+        "output_type": "display_data",
+        "metadata": {},
+        "data": {"image/png": "iVBOR" * 300_000},
+    }
+    nb["cells"][1]["outputs"] = [image]  # a 1.5 MB line near the top: not minified, not too big
+    repo = make_repo({"pricing.ipynb": json.dumps(nb)})
+    report = build_index(repo, progress=False)
+    assert report.skipped == {} and report.files == 1
+    assert Index.open(repo).show("pricing.ipynb#cell=3").qualname == "apply_discount"
+
+
 def test_nbformat_3_notebook_reads_worksheets() -> None:
     chunks = chunk_file("test3.ipynb", "notebook", "b", notebook("nbformat_test3.ipynb"))
     assert any(c.kind == "section" and c.symbol == "nbconvert latex test" for c in chunks)
