@@ -52,6 +52,12 @@ def build_index(*args: Any, **kwargs: Any) -> Any:
     return _build(*args, **kwargs)
 
 
+# Data and configuration files (indexer/datafiles.py) are asked for by these words, or by name.
+_DATA_WORDS = (
+    "config configuration configure configured settings setting yaml yml json toml ini cfg csv "
+    "tsv ci workflow workflows pipeline github tox docker dataset data fixture fixtures "
+    "parameters params manifest dependencies dependency"
+)
 _ASKS_FOR = {
     FLAG_TEST: {
         "test",
@@ -68,38 +74,7 @@ _ASKS_FOR = {
     FLAG_DOCS: {"doc", "docs", "documentation", "readme", "guide", "changelog", "rst", "markdown"},
     FLAG_VENDORED: {"compat", "compatibility", "vendor", "vendored", "legacy", "deprecated"},
     FLAG_GENERATED: {"dist", "build", "generated", "bundle"},
-    FLAG_DATA: {
-        "config",
-        "configuration",
-        "configure",
-        "configured",
-        "settings",
-        "setting",
-        "yaml",
-        "yml",
-        "json",
-        "toml",
-        "ini",
-        "cfg",
-        "csv",
-        "tsv",
-        "ci",
-        "workflow",
-        "workflows",
-        "pipeline",
-        "github",
-        "tox",
-        "docker",
-        "dataset",
-        "data",
-        "fixture",
-        "fixtures",
-        "parameters",
-        "params",
-        "manifest",
-        "dependencies",
-        "dependency",
-    },
+    FLAG_DATA: set(_DATA_WORDS.split()),
 }
 
 
@@ -153,6 +128,9 @@ _IDENT_SHAPE = re.compile(r"[a-z][A-Z]|_|\.|::|\(\)|^[A-Z][a-z]+[A-Z]")
 _CODE_SPAN = re.compile(r"```.*?```|`[^`\n]+`", re.DOTALL)
 
 
+ACRONYM_MAX_WORDS = 12
+
+
 def _acronyms(words: list[str]) -> set[str]:
     """A short question that spells out an acronym names it: `reciprocal rank fusion` names
     `rrf`. Initials of 3-4 consecutive content words; none for long texts (chance matches)."""
@@ -161,9 +139,6 @@ def _acronyms(words: list[str]) -> set[str]:
         return set()
     initials = "".join(w[0].lower() for w in content)
     return {initials[i : i + n] for n in (3, 4) for i in range(len(initials) - n + 1)}
-
-
-ACRONYM_MAX_WORDS = 12
 
 
 def parse_query(text: str) -> Query:

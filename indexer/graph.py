@@ -57,7 +57,8 @@ class FileGraph:
     blob: str = ""  # the git blob it was extracted from: an update reuses it when unchanged
     package: str = ""  # Java package / Go package name
     default: str = ""  # JS/TS: the name of the `export default` definition
-    # [node id (first chunk id), qualname, kind, start_line, end_line, [all chunk ids]]
+    # [node id (first chunk id), qualname, kind, start_line, end_line, [all chunk ids]], and in a
+    # notebook the cell (lines count within it)
     symbols: list[list[Any]] = field(default_factory=list)
     # [spec as written (Python keeps its leading dots), imported name or "", bound alias or ""]
     imports: list[list[str]] = field(default_factory=list)
