@@ -293,7 +293,8 @@ class Index:
         return int(order[pos])
 
     def show(self, chunk_id: str) -> Chunk:
-        """A chunk by id, or by the `path:start-end` location compressed results print."""
+        """A chunk by id, or by the `path:start-end` location compressed results print
+        (`path#cell=N[:start-end]` in a notebook)."""
         if ":" in chunk_id or "#cell=" in chunk_id:
             from .compress import row_at_location
 

@@ -293,7 +293,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=agent_cli.logged_search)
 
     p = sub.add_parser("show", parents=[common], help="print one chunk by id")
-    p.add_argument("id", help="chunk id, or path:start-end as compressed results print it")
+    p.add_argument(
+        "id",
+        help="chunk id, or path:start-end as compressed results print it "
+        "(notebook.ipynb#cell=N or notebook.ipynb#cell=N:start-end for a notebook cell)",
+    )
     p.set_defaults(func=cmd_show)
 
     p = sub.add_parser("status", parents=[common], help="what is indexed and where")
