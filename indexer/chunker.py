@@ -2,7 +2,8 @@
 
 A chunk is a function/method, a class summary (header, docstring, member signatures), a block of
 module-level code outside any definition, or a window of a text file. Oversized definitions are
-split at statement boundaries with their signature repeated as context.
+split at statement boundaries with their signature repeated as context. Notebooks
+(indexer/notebook.py) and large data files (indexer/datafiles.py) are dispatched to their modules.
 """
 
 from __future__ import annotations
