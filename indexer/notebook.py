@@ -101,7 +101,9 @@ def parse(data: bytes) -> Notebook | None:
         if not isinstance(source, str):
             return None
         if kind == "heading":  # nbformat 3 headings are markdown headings
-            kind, source = "markdown", "#" * int(cell.get("level", 1)) + " " + source
+            level = cell.get("level")
+            depth = level if isinstance(level, int) and 1 <= level <= 6 else 1
+            kind, source = "markdown", "#" * depth + " " + source
         if kind in ("code", "markdown"):
             cells.append(Cell(number, kind, source))
     return Notebook(language, cells)
