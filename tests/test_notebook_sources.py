@@ -9,9 +9,10 @@ import pytest
 
 from indexer import Index, build_index
 from indexer.build import update_index
-from indexer.chunker import chunk_file
+from indexer.chunker import chunk_file, chunk_records
 from indexer.languages import SPECS
 from indexer.mcp_server import Service
+from indexer.notebook import fallback_reason
 
 from .conftest import commit_all, run_cli, write_files
 
@@ -86,6 +87,22 @@ def test_nbformat_3_notebook_reads_worksheets() -> None:
     assert any(c.kind == "section" and c.symbol == "nbconvert latex test" for c in chunks)
     assert any(c.kind == "cell" and 'print("hello")' in c.text for c in chunks)
     assert not [c for c in chunks if any(noise in c.text for noise in JSON_NOISE)]
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"[1, 2, 3]",
+        b'{"cells": "not a list"}',
+        b'{"cells": [1]}',
+        b'{"cells": [{"cell_type": "code", "source": 7}]}',
+        TRUNCATED,
+    ],
+)
+def test_json_that_is_not_a_notebook_falls_back_to_text(data: bytes) -> None:
+    records = chunk_records("x", "notebook", data)
+    assert records and all(r["kind"] == "text" and "cell" not in r for r in records)
+    assert fallback_reason("notebook", records) == "invalid_notebook"
 
 
 @pytest.fixture
