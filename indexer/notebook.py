@@ -164,6 +164,14 @@ def script(data: bytes, symbols: list[list[Any]]) -> tuple[bytes, list[list[Any]
     return "".join(parts).encode("utf-8"), moved
 
 
+def sources_text(data: bytes) -> str:
+    """Every cell's source, in order: the least a reader of the whole notebook reads."""
+    notebook = parse(data)
+    if notebook is None:
+        return data.decode("utf-8", errors="replace")
+    return "\n\n".join(cell.source for cell in notebook.cells)
+
+
 def cell_source(data: bytes, number: int) -> str | None:
     """The source of cell `number` (1-based), for reading a cell's lines back."""
     notebook = parse(data)

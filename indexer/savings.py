@@ -6,8 +6,9 @@ file the results came from. Nothing is tokenized while searching, so a search st
 `indexer savings` counts both sides with the o200k_base BPE tokenizer and caches the counts.
 
 Baseline, stated in every report: an agent without the index reads each file a result came
-from, whole, once per query. Saved = baseline tokens - sent tokens, priced as input tokens (and
-as cached input tokens); output tokens are what the model writes and do not change.
+from, whole, once per query (a notebook: its cells' sources, not its JSON and outputs). Saved =
+baseline tokens - sent tokens, priced as input tokens (and as cached input tokens); output tokens
+are what the model writes and do not change.
 
 Off with INDEXER_SAVINGS=0, `indexer savings --off` (a marker file in the index dir) or
 `log=False` / `--no-log` per search. A log that cannot be written never fails a search.
@@ -27,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import IndexerError
+from .notebook import is_notebook, sources_text
 
 LOG_NAME = "savings.jsonl"
 CACHE_NAME = "savings_counts.json"
@@ -177,9 +179,9 @@ def report(index_dir: Path, prices: dict[str, float] | None = None) -> SavingsRe
             text = zlib.decompress(base64.b64decode(entry["sent"])).decode("utf-8")
             cache["lines"][key] = count_tokens(text)
         sent += cache["lines"][key]
-        for _path, blob in entry.get("files", []):
+        for path, blob in entry.get("files", []):
             if blob not in cache["blobs"]:
-                content = _blob_text(repos, entry.get("repo", ""), blob)
+                content = _blob_text(repos, entry.get("repo", ""), blob, path)
                 if content is None:
                     unavailable += 1
                     continue
@@ -193,13 +195,15 @@ def report(index_dir: Path, prices: dict[str, float] | None = None) -> SavingsRe
     )
 
 
-def _blob_text(repos: dict[str, Any], repo_path: str, blob: str) -> str | None:
+def _blob_text(repos: dict[str, Any], repo_path: str, blob: str, path: str) -> str | None:
     try:
         if repo_path not in repos:
             import pygit2
 
             repos[repo_path] = pygit2.Repository(repo_path)
         data: bytes = repos[repo_path][blob].data
+        if is_notebook(path):  # a notebook read whole is at least its cells' sources, not
+            return sources_text(data)  # its JSON with base64 outputs: the saving stays honest
         return data.decode("utf-8", errors="replace")
     except Exception:  # repository moved or object pruned: reported as unavailable
         return None

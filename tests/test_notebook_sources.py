@@ -8,11 +8,13 @@ from pathlib import Path
 import pytest
 
 from indexer import Index, build_index
+from indexer.budget import count_tokens
 from indexer.build import update_index
 from indexer.chunker import chunk_file, chunk_records
 from indexer.languages import SPECS
 from indexer.mcp_server import Service
-from indexer.notebook import fallback_reason
+from indexer.notebook import fallback_reason, sources_text
+from indexer.savings import report
 
 from .conftest import commit_all, run_cli, write_files
 
@@ -195,3 +197,14 @@ def test_mcp_retrieve_reads_a_cell(notebook_repo: Path) -> None:
     ]
     shown = service.show("analysis/pricing.ipynb#cell=2")
     assert shown.startswith("## analysis/pricing.ipynb#cell=2:1-3") and "VAT_RATE" in shown
+
+
+def test_savings_count_a_notebook_by_its_sources(notebook_repo: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.delenv("INDEXER_SAVINGS", raising=False)
+    build_index(notebook_repo, progress=False)
+    index = Index.open(notebook_repo)
+    results = index.search("apply a discount percentage", k=1)  # logged
+    assert results[0].path == "analysis/pricing.ipynb"
+    rep = report(index.snapshot.parent.parent)
+    sources = count_tokens(sources_text(notebook("pricing.ipynb")))
+    assert rep.baseline_tokens == sources < count_tokens(notebook("pricing.ipynb").decode())
