@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import IndexerError
+from .terminal import clean
 
 
 class _Tee(io.TextIOBase):
@@ -76,7 +77,7 @@ def logged_search(args: argparse.Namespace) -> int:
         out = json.dumps(items, indent=2, ensure_ascii=False) if args.json else text
     if not args.json and not items:
         out = "no credible results"
-    sys.stdout.write(out + "\n")
+    sys.stdout.write((out if args.json else clean(out, multiline=True)) + "\n")
     if not args.no_log:
         from .savings import record
 
@@ -96,8 +97,10 @@ def cmd_related(args: argparse.Namespace) -> int:
         return 0
     for entry in found:
         s = entry["symbol"]
-        where = location(s["path"], s.get("cell"), s["start_line"], s["end_line"])
-        print(f"{where}  {s['qualname']}  {s['id']}")
+        where = f"{s.get('path')}:{s.get('start_line')}-{s.get('end_line')}"
+        if "cell" in s:  # a notebook symbol: lines within the cell
+            where = location(s["path"], s["cell"], s["start_line"], s["end_line"])
+        print(clean(f"{where}  {s.get('qualname', s.get('name'))}  {s['id']}"))
         for way in ("callers", "callees"):
             if way not in entry:
                 continue
@@ -106,9 +109,9 @@ def cmd_related(args: argparse.Namespace) -> int:
                 pad = "  " * r["depth"]
                 if "qualname" in r:
                     where = location(r["path"], r.get("cell"), r["start_line"])
-                    print(f"  {pad}{r['qualname']}  {where}  {r['id']}  ({r['how']})")
+                    print(clean(f"  {pad}{r['qualname']}  {where}  {r['id']}  ({r['how']})"))
                 else:
-                    print(f"  {pad}{r['name']}  ({r['kind']}, {r['how']})")
+                    print(clean(f"  {pad}{r['name']}  ({r['kind']}, {r['how']})"))
             if entry.get(f"{way}_omitted"):
                 print(f"  {'  '}... {entry[f'{way}_omitted']} more")
     return 0
@@ -152,7 +155,7 @@ def cmd_savings(args: argparse.Namespace) -> int:
         f"output (${p['output']}/M) unchanged"
     )
     state = "on" if result["enabled"] else "off"
-    print(f"log             {result['log']} ({state})")
+    print(f"log             {clean(result['log'])} ({state})")
     if result["unavailable_files"]:
         missing = result["unavailable_files"]
         print(f"note            {missing} file(s) no longer in git: not counted")
@@ -168,10 +171,10 @@ def cmd_agents(args: argparse.Namespace) -> int:
         sys.stdout.write(json.dumps(snippets, indent=2) + "\n")
         return 0
     for item in snippets.values():
-        print(f"# {item['title']}")
+        print(f"# {clean(item['title'])}")
         if item.get("file"):
-            print(f"# -> {item['file']}")
-        print(item["text"].rstrip())
+            print(f"# -> {clean(item['file'])}")
+        print(clean(item["text"].rstrip(), multiline=True))
         print()
     return 0
 

@@ -18,6 +18,14 @@ from .chunks import Chunk
 from .dense import DenseIndex
 from .errors import IndexerError, NotARepositoryError
 from .fusion import FusionConfig, confidence, recency_score, rrf
+from .integrity import (
+    CHUNK_SUMS,
+    check_chunk,
+    check_column,
+    check_on_load,
+    check_rows,
+    corrupt_as_error,
+)
 from .lexical import LexicalIndex
 from .pathclass import (
     FLAG_DATA,
@@ -174,7 +182,8 @@ class Index:
         vectors: StaticVectors | None = None,
     ) -> None:
         self.snapshot = snapshot
-        self.manifest = read_manifest(snapshot)
+        self.manifest = corrupt_as_error(read_manifest)(snapshot)
+        corrupt_as_error(check_on_load)(snapshot, self.manifest)
         self.fusion = fusion or FusionConfig.load()
         self._vectors = vectors
 
@@ -213,7 +222,9 @@ class Index:
 
     @cached_property
     def _fids(self) -> np.ndarray:
-        return _load_array(self.snapshot / "chunk_fids.npy")
+        return check_column(
+            "chunk_fids.npy", _load_array(self.snapshot / "chunk_fids.npy"), len(self)
+        )
 
     @cached_property
     def _fid_lookup(self) -> tuple[np.ndarray, np.ndarray]:
@@ -222,11 +233,21 @@ class Index:
 
     @cached_property
     def _chunk_file(self) -> np.ndarray:
-        return _load_array(self.snapshot / "chunk_file.npy")
+        array = _load_array(self.snapshot / "chunk_file.npy")
+        return check_column("chunk_file.npy", array, len(self), upper=len(self.files))
 
     @cached_property
     def _chunk_flags(self) -> np.ndarray:
-        return _load_array(self.snapshot / "chunk_flags.npy")
+        return check_column(
+            "chunk_flags.npy", _load_array(self.snapshot / "chunk_flags.npy"), len(self)
+        )
+
+    @cached_property
+    def _sums(self) -> np.ndarray | None:
+        """Per-chunk digests (indexer/integrity.py); absent in snapshots made before them."""
+        if CHUNK_SUMS not in self.manifest["files"]:
+            return None
+        return check_column(CHUNK_SUMS, _load_array(self.snapshot / CHUNK_SUMS), len(self))
 
     @cached_property
     def _columns(self) -> dict[str, list[str]]:
@@ -248,10 +269,12 @@ class Index:
 
     @cached_property
     def _offsets(self) -> tuple[np.ndarray, np.ndarray]:
-        return (
+        offsets = (
             np.load(self.snapshot / "chunk_offsets.npy", allow_pickle=False),
             np.load(self.snapshot / "text_offsets.npy", allow_pickle=False),
         )
+        check_rows(len(self), *self._stores, *offsets)
+        return offsets
 
     @property
     def commit(self) -> str:
@@ -271,14 +294,15 @@ class Index:
         """path -> blob id of every indexed file."""
         return {f["path"]: f["blob"] for f in self.files}
 
+    @corrupt_as_error
     def chunk_at(self, row: int, with_text: bool = True) -> Chunk:
         meta_off, text_off = self._offsets
         meta, texts = self._stores
-        record = json.loads(meta[int(meta_off[row]) : int(meta_off[row + 1])])
-        text = ""
-        if with_text:
-            text = bytes(texts[int(text_off[row]) : int(text_off[row + 1])]).decode("utf-8")
-        return Chunk(**record, text=text)
+        line = bytes(meta[int(meta_off[row]) : int(meta_off[row + 1])])
+        raw = bytes(texts[int(text_off[row]) : int(text_off[row + 1])])
+        check_chunk(self._sums, row, line, raw)  # never serve damaged text or metadata
+        record = json.loads(line)
+        return Chunk(**record, text=raw.decode("utf-8") if with_text else "")
 
     def row_of(self, chunk_id: str) -> int:
         if not re.fullmatch(r"[0-9a-f]{16}", chunk_id):
@@ -292,6 +316,7 @@ class Index:
             raise IndexerError(f"no chunk with id {chunk_id} in the index")
         return int(order[pos])
 
+    @corrupt_as_error
     def show(self, chunk_id: str) -> Chunk:
         """A chunk by id, or by the `path:start-end` location compressed results print
         (`path#cell=N[:start-end]` in a notebook)."""
@@ -308,6 +333,7 @@ class Index:
 
         return CodeGraph.load(self.snapshot)
 
+    @corrupt_as_error
     def related(
         self, key: str, direction: str = "both", depth: int = 1, limit: int = 50
     ) -> list[dict[str, Any]]:
@@ -317,6 +343,7 @@ class Index:
         return related(self, key, direction, depth, limit)
 
     # -- search ----------------------------------------------------------------------------------
+    @corrupt_as_error
     def search(
         self,
         query: str,
@@ -347,6 +374,7 @@ class Index:
             record(self, results, json.dumps([r.to_dict() for r in results]), "api")
         return results
 
+    @corrupt_as_error
     def search_budget(self, query: str, budget: int, k: int = 10, *, log: bool = True) -> Packed:
         """The best results packed into at most `budget` o200k tokens (indexer/budget.py)."""
         from .budget import budget_search
@@ -568,6 +596,7 @@ class Index:
         )
 
     # -- status ----------------------------------------------------------------------------------
+    @corrupt_as_error
     def status(self) -> dict[str, Any]:
         m = self.manifest
         return {

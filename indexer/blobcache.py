@@ -12,7 +12,7 @@ import contextlib
 import json
 import os
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +27,7 @@ class CachedFile:
     records: list[dict[str, Any]]  # Chunk fields except id/path/blob/language
     lexical: list[list[str]]  # path-independent BM25 terms per chunk
     dense: list[list[str]]  # path-independent dense terms per chunk
+    redacted: dict[str, int] = field(default_factory=dict)  # secrets replaced, by kind
     fallback: str | None = None  # indexed as text because its format did not parse
 
     def to_json(self) -> str:
@@ -36,6 +37,7 @@ class CachedFile:
                 "records": self.records,
                 "lexical": self.lexical,
                 "dense": self.dense,
+                "redacted": self.redacted,
                 "fallback": self.fallback,
             },
             ensure_ascii=False,
@@ -45,7 +47,14 @@ class CachedFile:
     @classmethod
     def from_json(cls, text: str) -> CachedFile:
         raw = json.loads(text)
-        return cls(raw["skip"], raw["records"], raw["lexical"], raw["dense"], raw.get("fallback"))
+        return cls(
+            raw["skip"],
+            raw["records"],
+            raw["lexical"],
+            raw["dense"],
+            raw["redacted"],
+            raw.get("fallback"),
+        )
 
 
 class BlobCache:
@@ -71,7 +80,7 @@ class BlobCache:
         path = self._path(blob, language, stem)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".tmp-{os.getpid()}-")
             with os.fdopen(fd, "w", encoding="utf-8") as fh:
                 fh.write(entry.to_json())
             os.replace(tmp, path)
@@ -82,6 +91,11 @@ class BlobCache:
         """Delete least recently used entries until the cache fits; returns bytes removed."""
         if not self.directory.exists():
             return 0
+        from .store import remove_stale_temporaries
+
+        for folder in self.directory.iterdir():
+            if folder.is_dir():
+                remove_stale_temporaries(folder)  # entries a killed build was writing
         entries = []
         total = 0
         for path in self.directory.glob("*/*.json"):

@@ -35,9 +35,11 @@ from .gitsource import (
     repo_root,
     resolve_commit,
 )
+from .integrity import CHUNK_SUMS, chunk_sum, chunk_sums
 from .lexical import LexicalIndex, postings_of
 from .notebook import fallback_reason
 from .pathclass import path_flags
+from .secrets import redact
 from .store import (
     SnapshotWriter,
     current_snapshot,
@@ -65,6 +67,7 @@ class BuildReport:
     cached_files: int = 0  # taken from the blob cache
     chunked_files: int = 0  # parsed now
     searchable_seconds: float = 0.0  # until the new snapshot answered searches (graph follows)
+    redacted: dict[str, int] = field(default_factory=dict)  # secret values replaced, by kind
     fallback: dict[str, int] = field(default_factory=dict)  # indexed as text: reason -> files
 
     def to_dict(self) -> dict[str, Any]:
@@ -99,10 +102,12 @@ def chunk_blob(data: bytes, path: str, language: str) -> CachedFile:
     reason = content_skip_reason(path, data)
     if reason:
         return CachedFile(reason, [], [], [])
+    # The one place file text enters chunking: secrets never reach texts, terms or vectors.
+    data, redacted = redact(data)
     records = chunk_records(path_stem(path), language, data)
     docs = [record_documents(r) for r in records]
     fallback = fallback_reason(language, records)
-    return CachedFile(None, records, [d[0] for d in docs], [d[1] for d in docs], fallback)
+    return CachedFile(None, records, [d[0] for d in docs], [d[1] for d in docs], redacted, fallback)
 
 
 def chunk_batch(repo_path: str, items: list[tuple[str, str, str]]) -> list[CachedFile]:
@@ -153,10 +158,12 @@ def chunk_files(
             results.extend(chunk_batch(repo_path, batch))
             progress.advance(len(batch))
         return results
-    from joblib import Parallel, delayed
+    from joblib import delayed
 
-    parallel = Parallel(n_jobs=jobs, return_as="generator", batch_size=1)
-    for batch_result in parallel(delayed(chunk_batch)(repo_path, b) for b in batches):
+    from .workers import parallel
+
+    pool = parallel(jobs, return_as="generator", batch_size=1)
+    for batch_result in pool(delayed(chunk_batch)(repo_path, b) for b in batches):
         results.extend(batch_result)
         progress.advance(len(batch_result))
     return results
@@ -173,6 +180,8 @@ class BaseSnapshot:
         self.manifest = read_manifest(snapshot)
         if self.manifest.get("chunker_version") != CHUNKER_VERSION:
             raise IndexerError("base index was made by another chunker version")
+        # Fully verified: kept rows are copied into the next snapshot, damage must not spread.
+        read_manifest(snapshot, verify=True)
         self.files: list[dict[str, Any]] = json.loads((snapshot / "files.json").read_text())
         self.skipped: dict[str, list[str]] = json.loads((snapshot / "skipped.json").read_text())
         chunk_file = np.load(snapshot / "chunk_file.npy", allow_pickle=False)
@@ -184,7 +193,8 @@ class BaseSnapshot:
         self.blob_of = {f["path"]: f["blob"] for f in self.files}
         self.time_of = {f["path"]: int(f["time"]) for f in self.files}
         self.language_of = {f["path"]: f.get("language", "") for f in self.files}
-        self._file_of = {f["path"]: f for f in self.files}
+        self.redacted_of = {f["path"]: f["redacted"] for f in self.files if "redacted" in f}
+        self.fallback_of = {f["path"]: f["fallback"] for f in self.files if "fallback" in f}
         self.meta_offsets = np.load(snapshot / "chunk_offsets.npy", allow_pickle=False)
         self.text_offsets = np.load(snapshot / "text_offsets.npy", allow_pickle=False)
         self.columns: dict[str, list[str]] = json.loads((snapshot / "columns.json").read_text())
@@ -192,11 +202,26 @@ class BaseSnapshot:
         self.fids, self.vectors = DenseIndex.load(snapshot, mmap=False).stored()
         self._meta = _map(snapshot / "chunks.jsonl")
         self._texts = _map(snapshot / "texts.bin")
+        self._sums = (
+            np.load(snapshot / CHUNK_SUMS, allow_pickle=False)
+            if CHUNK_SUMS in self.manifest["files"]
+            else None
+        )
 
-    def fallback_of(self, path: str) -> dict[str, str]:
-        """A kept file's fallback mark (an invalid notebook indexed as text), if any."""
-        record = self._file_of.get(path, {})
-        return {"fallback": record["fallback"]} if "fallback" in record else {}
+    def sums_of(self, start: int, end: int) -> np.ndarray:
+        """Kept rows' digests: verified with the whole base, or computed for an older one."""
+        if self._sums is not None:
+            return np.asarray(self._sums[start:end], dtype=np.int64)
+        meta_offsets, text_offsets = self.meta_offsets, self.text_offsets
+        return np.asarray(
+            chunk_sums(
+                self._meta,
+                meta_offsets[start : end + 1],
+                self._texts,
+                text_offsets[start : end + 1],
+            ),
+            dtype=np.int64,
+        )
 
     def meta_bytes(self, start: int, end: int) -> bytes:
         return bytes(self._meta[int(self.meta_offsets[start]) : int(self.meta_offsets[end])])
@@ -438,6 +463,7 @@ def _report(
         languages=manifest.get("languages", {}),
         mode=mode,
         reused_files=reused,
+        redacted=counts.get("redacted", {}),
     )
 
 
@@ -491,6 +517,7 @@ def _assemble(
     meta_lengths: list[np.ndarray] = []
     text_lengths: list[np.ndarray] = []
     fids: list[np.ndarray] = []
+    sums: list[np.ndarray] = []  # chunk_sums.npy (indexer/integrity.py)
     chunk_file: list[np.ndarray] = []
     flags: list[np.ndarray] = []
     symbols: list[str] = []
@@ -502,18 +529,20 @@ def _assemble(
     base_rows: list[np.ndarray] = []  # base row of each kept row, in new-row order
     kept_new_rows: list[np.ndarray] = []
     languages: dict[str, int] = {}
+    redactions: dict[str, int] = {}  # secret values replaced, by kind (indexer/secrets.py)
+    fallbacks: dict[str, int] = {}  # files indexed as text, by reason (indexer/notebook.py)
     file_records = []
     row = 0
     for file_index, f in enumerate(indexed):
-        file_record: dict[str, Any] = {
-            "path": f.path,
-            "blob": f.blob,
-            "time": times.get(f.path, 0),
-            "language": f.language or "text",
-        }
-        file_records.append(file_record)
+        file_records.append(
+            {
+                "path": f.path,
+                "blob": f.blob,
+                "time": times.get(f.path, 0),
+                "language": f.language or "text",
+            }
+        )
         if f.path in kept_paths and base is not None:
-            file_record.update(base.fallback_of(f.path))
             start, end = base.rows[f.path]
             n = end - start
             meta_parts.append(base.meta_bytes(start, end))
@@ -522,16 +551,19 @@ def _assemble(
             text_lengths.append(np.diff(base.text_offsets[start : end + 1]))
             base_rows.append(np.arange(start, end))
             fids.append(base.fids[start:end])
+            sums.append(base.sums_of(start, end))
             symbols.extend(base.columns["symbols"][start:end])
             kinds.extend(base.columns["kinds"][start:end])
             defines.extend(base.columns["defines"][start:end])
             kept_new_rows.append(np.arange(row, row + n))
             language = base.language_of.get(f.path, "")
+            redacted = base.redacted_of.get(f.path)
+            fallback = base.fallback_of.get(f.path)
         else:
             entry = fresh[f.path]
             language = f.language or "text"
-            if entry.fallback:
-                file_record["fallback"] = entry.fallback
+            redacted = entry.redacted
+            fallback = entry.fallback
             chunks = materialize(entry.records, f.path, language, f.blob)
             n = len(chunks)
             path_lex, path_dense = path_documents(f.path)
@@ -542,6 +574,7 @@ def _assemble(
                 line = json.dumps(record, ensure_ascii=False).encode("utf-8") + b"\n"
                 meta_parts.append(line)
                 text_parts.append(text)
+                sums.append(np.array([chunk_sum(line, text)], dtype=np.int64))
                 meta_lengths.append(np.array([len(line)], dtype=np.int64))
                 text_lengths.append(np.array([len(text)], dtype=np.int64))
                 ids[i] = faiss_id(c.id)
@@ -552,6 +585,13 @@ def _assemble(
                 new_dense.append(entry.dense[i] + path_dense)
                 new_rows.append(row + i)
             fids.append(ids)
+        if redacted:
+            file_records[-1]["redacted"] = redacted
+            for kind, count in redacted.items():
+                redactions[kind] = redactions.get(kind, 0) + count
+        if fallback:  # an invalid notebook indexed as text windows
+            file_records[-1]["fallback"] = fallback
+            fallbacks[fallback] = fallbacks.get(fallback, 0) + 1
         languages[language] = languages.get(language, 0) + n
         chunk_file.append(np.full(n, file_index, dtype=np.int32))
         flags.append(np.full(n, path_flags(f.path), dtype=np.uint8))
@@ -568,6 +608,7 @@ def _assemble(
         if lengths_:
             np.cumsum(np.concatenate(lengths_), out=offsets[1:])
         np.save(directory / offsets_name, offsets)
+    np.save(directory / CHUNK_SUMS, np.concatenate(sums) if sums else np.zeros(0, np.int64))
     all_fids = np.concatenate(fids) if fids else np.zeros(0, dtype=np.int64)
     np.save(directory / "chunk_fids.npy", all_fids)
     np.save(
@@ -607,16 +648,13 @@ def _assemble(
     for path, (_, reason) in sorted(skipped.items()):
         if len(examples.setdefault(reason, [])) < 5:
             examples[reason].append(path)
-    fallback_counts: dict[str, int] = {}
-    for record in file_records:
-        if "fallback" in record:
-            fallback_counts[record["fallback"]] = fallback_counts.get(record["fallback"], 0) + 1
     return {
         "counts": {
             "files": len(indexed),
             "chunks": n_rows,
             "skipped": dict(sorted(skip_counts.items())),
-            "fallback": dict(sorted(fallback_counts.items())),
+            "redacted": dict(sorted(redactions.items())),
+            "fallback": dict(sorted(fallbacks.items())),
         },
         "languages": dict(sorted(languages.items())),
         "skipped_examples": examples,

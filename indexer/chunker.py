@@ -20,7 +20,10 @@ from .notebook import notebook_records
 
 __all__ = ["CHUNKER_VERSION", "Chunk", "chunk_file", "chunk_id", "chunk_records", "materialize"]
 
-CHUNKER_VERSION = 3  # bump when chunks or per-chunk build columns change
+# Bump when chunks or per-chunk build columns change. 3: secrets redacted (indexer/secrets.py),
+# so no cached or kept chunk from before redaction is ever reused. 4: notebooks by cell and
+# large data files by shape (indexer/notebook.py, indexer/datafiles.py).
+CHUNKER_VERSION = 4
 MAX_CHUNK_LINES = 120  # a definition longer than this is split
 MODULE_BLOCK_LINES = 60  # module-level code and text windows
 WINDOW_OVERLAP = 8

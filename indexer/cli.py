@@ -12,6 +12,7 @@ from typing import Any
 
 from . import __version__, agent_cli
 from .errors import IndexerError
+from .terminal import clean
 
 
 def _color_enabled(stream: Any) -> bool:
@@ -46,11 +47,13 @@ def cmd_build(args: argparse.Namespace) -> int:
         _emit_json(report.to_dict())
     else:
         skipped = ", ".join(f"{k} {v}" for k, v in report.skipped.items()) or "none"
+        redacted = sum(report.redacted.values())
         fallback = "".join(f", as text: {k} {v}" for k, v in report.fallback.items())
         print(
             f"indexed {report.commit[:12]}: {report.files} files, {report.chunks} chunks "
             f"in {report.seconds:.1f}s ({report.bytes / 1e6:.1f} MB); skipped: {skipped}"
-            f"{fallback}"
+            + fallback
+            + (f"; {redacted} secret values redacted" if redacted else "")
         )
     return 0
 
@@ -70,17 +73,17 @@ def cmd_search(args: argparse.Namespace) -> int:
         print("no credible results")
         return 0
     for r in results:
-        name = r.qualname or r.symbol
+        name = clean(r.qualname or r.symbol)
+        where = clean(location(r.path, r.cell, r.start_line, r.end_line))
         print(
-            f"{style(location(r.path, r.cell, r.start_line, r.end_line), '36')}  "
-            f"{style(name, '1')} "
-            f"{style(f'[{r.kind}]', '2')}  conf {r.confidence:.2f}  {style(r.id, '2')}"
+            f"{style(where, '36')}  {style(name, '1')} {style(clean(f'[{r.kind}]'), '2')}  "
+            f"conf {r.confidence:.2f}  {style(clean(r.id), '2')}"
         )
         if r.signature:
-            print(f"    {r.signature}")
+            print(f"    {clean(r.signature)}")
         if r.text:
             for line in r.text.splitlines():
-                print(f"    {line}")
+                print(f"    {clean(line)}")
     return 0
 
 
@@ -96,13 +99,14 @@ def cmd_show(args: argparse.Namespace) -> int:
         style = Style(_color_enabled(sys.stdout))
         print(
             style(
-                f"{location(chunk.path, chunk.cell, chunk.start_line, chunk.end_line)}  "
-                f"{chunk.qualname} "
-                f"[{chunk.kind}]",
+                clean(
+                    f"{location(chunk.path, chunk.cell, chunk.start_line, chunk.end_line)}  "
+                    f"{chunk.qualname} [{chunk.kind}]"
+                ),
                 "36",
             )
         )
-        print(chunk.text)
+        print(clean(chunk.text, multiline=True))
     return 0
 
 
@@ -134,10 +138,11 @@ def cmd_status(args: argparse.Namespace) -> int:
     fresh = status["freshness"]
     print(f"state      {fresh['state']} (HEAD {str(fresh['head'])[:12]})")
     if fresh["last_failure"]:
-        print(f"last failure {fresh['last_failure']['time']}: {fresh['last_failure']['error']}")
+        failure = fresh["last_failure"]
+        print(clean(f"last failure {failure.get('time')}: {failure.get('error')}"))
     counts = status["counts"]
-    skipped = ", ".join(f"{k} {v}" for k, v in counts["skipped"].items()) or "none"
-    print(f"commit     {status['commit']}")
+    skipped = clean(", ".join(f"{k} {v}" for k, v in counts["skipped"].items()) or "none")
+    print(f"commit     {clean(status['commit'])}")
     print(
         f"built      {status['created']} (tool {status['tool_version']}, "
         f"format {status['format_version']})"
@@ -146,9 +151,11 @@ def cmd_status(args: argparse.Namespace) -> int:
     print(f"skipped    {skipped}")
     if counts.get("fallback"):  # indexed, but as text: its format did not parse
         print("as text    " + ", ".join(f"{k} {v}" for k, v in counts["fallback"].items()))
+    redacted = ", ".join(f"{k} {v}" for k, v in counts.get("redacted", {}).items()) or "none"
+    print(f"redacted   {redacted} (secret values replaced in indexed files)")
     langs = ", ".join(f"{k} {v}" for k, v in status["languages"].items())
     print(f"languages  {langs}")
-    print(f"artifacts  {status['snapshot']} ({status['artifact_bytes'] / 1e6:.1f} MB)")
+    print(f"artifacts  {clean(status['snapshot'])} ({status['artifact_bytes'] / 1e6:.1f} MB)")
     return 0
 
 
@@ -201,8 +208,10 @@ def cmd_publish(args: argparse.Namespace) -> int:
         _emit_json(result)
     else:
         print(
-            f"published index of {result['indexed_commit'][:12]} as {result['ref']} "
-            f"({result['commit'][:12]}); share it with `git push origin {result['ref']}`"
+            clean(
+                f"published index of {result['indexed_commit'][:12]} as {result['ref']} "
+                f"({result['commit'][:12]}); share it with `git push origin {result['ref']}`"
+            )
         )
     return 0
 
@@ -215,7 +224,10 @@ def cmd_pull(args: argparse.Namespace) -> int:
         _emit_json(result)
     else:
         extra = " and updated it to HEAD" if result["updated"] else ""
-        print(f"adopted the index of {result['indexed_commit'][:12]} from {result['ref']}{extra}")
+        print(
+            clean(f"adopted the index of {result['indexed_commit'][:12]} from {result['ref']}")
+            + extra
+        )
     return 0
 
 
@@ -230,6 +242,20 @@ def cmd_ci(args: argparse.Namespace) -> int:
         print(
             f"{b['mode']} build of {b['commit'][:12]} ({b['chunks']} chunks, "
             f"{b['seconds']:.1f}s); published as {p['ref']}"
+        )
+    return 0
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    from .provenance import verify_index
+
+    result = verify_index(args.repo, args.index_dir)
+    if args.json:
+        _emit_json(result)
+    else:
+        print(
+            f"ok: {result['files_checked']} files match their checksums, "
+            f"{result['chunks_checked']} chunks match commit {result['commit'][:12]}"
         )
     return 0
 
@@ -342,6 +368,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--ref", default=None, help="ref name (default: refs/indexer/<branch>)")
     p.set_defaults(func=cmd_ci)
 
+    p = sub.add_parser(
+        "verify", parents=[common], help="check every artifact checksum and chunk against git"
+    )
+    p.set_defaults(func=cmd_verify)
+
     p = sub.add_parser("eval", help="retrieval quality on a dataset of queries with gold files")
     p.add_argument("--dataset", required=True, help="JSONL with query, gold_files, gold_functions")
     p.add_argument("--repo-root", default=None, help="directory holding the dataset's trees")
@@ -365,7 +396,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         code: int = args.func(args)
         return code
     except IndexerError as exc:
-        print(f"indexer: error: {exc}", file=sys.stderr)
+        print(f"indexer: error: {clean(exc)}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         print("indexer: interrupted", file=sys.stderr)
@@ -376,7 +407,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if os.environ.get("INDEXER_DEBUG"):
             raise
         print(
-            f"indexer: internal error: {type(exc).__name__}: {exc} "
+            f"indexer: internal error: {type(exc).__name__}: {clean(exc)} "
             "(set INDEXER_DEBUG=1 for details)",
             file=sys.stderr,
         )

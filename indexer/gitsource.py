@@ -10,7 +10,9 @@ from typing import Any
 import pygit2
 
 from .errors import IndexerError, NotARepositoryError
+from .ignorefile import IgnoreRules
 from .languages import detect_language
+from .secrets import is_secret_path
 
 MAX_FILE_BYTES = 1_000_000
 MAX_NOTEBOOK_BYTES = 20_000_000
@@ -102,12 +104,22 @@ def resolve_commit(repo: pygit2.Repository, rev: str | None) -> pygit2.Commit:
     return commit
 
 
-def path_skip_reason(path: str, mode: int) -> str | None:
-    """Reasons that need only the tree entry, not the content."""
+def path_skip_reason(path: str, mode: int, rules: IgnoreRules | None = None) -> str | None:
+    """Reasons that need only the tree entry, not the content. Secret names are checked before
+    anything that depends on the file type: teaching the indexer a new extension never makes a
+    `.env` or a `*.pem` indexable. `.indexerignore` excludes more, or re-includes (`!path`) a
+    file the name rules skipped."""
     if mode == pygit2.enums.FileMode.LINK:
         return "symlink"
     if mode == pygit2.enums.FileMode.COMMIT:
         return "submodule"
+    decision = rules.decision(path) if rules is not None else None
+    if decision is True:
+        return "ignored"
+    if decision is False:
+        return None if detect_language(path) is not None else "unsupported"
+    if is_secret_path(path):
+        return "secret"
     parts = path.split("/")
     if any(p in VENDORED_DIRS for p in parts[:-1]):
         return "vendored"
@@ -143,17 +155,21 @@ def content_skip_reason(path: str, data: bytes) -> str | None:
 def list_tree(repo: pygit2.Repository, commit: pygit2.Commit) -> TreeListing:
     files: list[SourceFile] = []
     skipped: dict[str, list[str]] = {}
+    rules = IgnoreRules.from_tree(repo, commit.tree)
 
     def walk(tree: pygit2.Tree, prefix: str) -> None:
         for entry in tree:
             path = f"{prefix}{entry.name}"
             if entry.type_str == "tree":
+                if rules.decision(path + "/") is True:
+                    skipped.setdefault("ignored", []).append(path + "/")
+                    continue
                 if entry.name in VENDORED_DIRS:
                     skipped.setdefault("vendored", []).append(path + "/")
                     continue
                 walk(repo[entry.id], path + "/")  # type: ignore[arg-type]
                 continue
-            reason = path_skip_reason(path, entry.filemode)
+            reason = path_skip_reason(path, entry.filemode, rules)
             if reason:
                 skipped.setdefault(reason, []).append(path)
                 continue

@@ -1291,10 +1291,13 @@ def write_graph(
         for batch in batches:
             results.extend(_extract_batch(repo_path, batch))
     else:
-        from joblib import Parallel, delayed
+        from joblib import delayed
 
-        parallel = Parallel(n_jobs=jobs, batch_size=1)
-        for part in parallel(delayed(_extract_batch)(repo_path, b) for b in batches):
+        from .workers import parallel
+
+        for part in parallel(jobs, batch_size=1)(
+            delayed(_extract_batch)(repo_path, b) for b in batches
+        ):
             results.extend(part)
     results.sort(key=lambda fg: fg.path)
     graph = CodeGraph.from_files({fg.path: fg for fg in results})

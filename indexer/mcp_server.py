@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import posixpath
+import re
 from pathlib import Path
 from typing import Any
 
@@ -108,7 +109,9 @@ class Service:
         import pygit2
 
         repo: Any = pygit2.Repository(index.manifest["repo_root"])
-        data = bytes(repo[record["blob"]].data)
+        from .secrets import redact
+
+        data, _ = redact(bytes(repo[record["blob"]].data))  # what the index holds, no secrets
         if cell:
             from .notebook import cell_source
 
@@ -209,4 +212,52 @@ def create_server(repo: str | None = None, index_dir: str | None = None) -> Any:
 
 def serve(repo: str | None = None, index_dir: str | None = None) -> None:
     """Run over stdio until the client disconnects."""
-    create_server(repo, index_dir).run("stdio")
+    server = create_server(repo, index_dir)
+    _replace_lone_surrogates_on_stdin()
+    server.run("stdio")
+
+
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+
+
+def clean_request(line: bytes) -> bytes:
+    """A JSON-RPC line with lone UTF-16 surrogates (`"\\ud800"`, valid JSON but not
+    encodable as UTF-8) replaced by U+FFFD. The SDK cannot parse such a request and drops it
+    without a response, leaving the client waiting forever; cleaned, it gets an answer."""
+    if not _SURROGATE_ESCAPE.search(line):
+        return line
+    try:
+        message = json.loads(line)
+    except ValueError:
+        return line  # not JSON: the SDK answers with a parse error as usual
+    return json.dumps(_without_surrogates(message), ensure_ascii=False).encode("utf-8") + b"\n"
+
+
+def _without_surrogates(value: Any) -> Any:
+    if isinstance(value, str):
+        return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    if isinstance(value, list):
+        return [_without_surrogates(v) for v in value]
+    if isinstance(value, dict):
+        return {_without_surrogates(k): _without_surrogates(v) for k, v in value.items()}
+    return value
+
+
+def _replace_lone_surrogates_on_stdin() -> None:
+    """Put a pipe on fd 0 fed by a thread that passes each client line through
+    `clean_request` (the SDK reads fd 0 itself, below any Python-level wrapper)."""
+    import os
+    import threading
+
+    client = os.dup(0)
+    read_end, write_end = os.pipe()
+    os.dup2(read_end, 0)
+    os.close(read_end)
+
+    def pump() -> None:
+        with os.fdopen(client, "rb") as source, os.fdopen(write_end, "wb") as sink:
+            for line in source:
+                sink.write(clean_request(line))
+                sink.flush()
+
+    threading.Thread(target=pump, name="indexer-mcp-stdin", daemon=True).start()

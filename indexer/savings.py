@@ -1,9 +1,11 @@
 """Savings log: what each search really sent versus reading the whole files it points to.
 
 Every search (CLI, API, MCP) appends one JSON line to `<index-dir>/savings.jsonl` (beside the
-snapshots, never inside one): the exact text sent (zlib + base64) and the (path, blob) of each
-file the results came from. Nothing is tokenized while searching, so a search stays fast;
-`indexer savings` counts both sides with the o200k_base BPE tokenizer and caches the counts.
+snapshots, never inside one, mode 0600): the o200k_base token count of the text sent, its
+sha256 and length, and a (path hash, blob) pair per file the results came from: counts and
+hashes, never code. Tokens are counted off the search path (see `record`); `indexer savings`
+counts the baseline (whole files, read from git) and caches those counts. Lines written by
+version 1 (which held the text itself) are counted and rewritten without it on the next report.
 
 Baseline, stated in every report: an agent without the index reads each file a result came
 from, whole, once per query (a notebook: its cells' sources, not its JSON and outputs). Saved =
@@ -16,10 +18,16 @@ Off with INDEXER_SAVINGS=0, `indexer savings --off` (a marker file in the index 
 
 from __future__ import annotations
 
+import atexit
 import base64
 import contextlib
+import functools
+import hashlib
 import json
 import os
+import queue
+import tempfile
+import threading
 import time
 import zlib
 from collections.abc import Iterable
@@ -28,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import IndexerError
-from .notebook import is_notebook, sources_text
+from .notebook import sources_text
 
 LOG_NAME = "savings.jsonl"
 CACHE_NAME = "savings_counts.json"
@@ -60,7 +68,12 @@ def set_enabled(index_dir: Path, on: bool) -> None:
 
 
 def record(index: Any, results: Iterable[Any], sent: str, source: str) -> bool:
-    """Append one search to the log; False when disabled or unwritable (never raises)."""
+    """Append one search to the log; False when disabled or unwritable (never raises).
+
+    The line holds counts and hashes only, never the text sent: its o200k token count, its
+    sha256, and (path hash, blob id) per file. Counting needs the tokenizer (~0.4 s to load):
+    a CLI process hands it to a detached child so the command returns at once; long-lived
+    processes (API, MCP) count on a background thread."""
     try:
         directory = index_dir_of(index.snapshot)
         if not enabled(directory):
@@ -72,24 +85,105 @@ def record(index: Any, results: Iterable[Any], sent: str, source: str) -> bool:
             if path in blob_of:
                 files[path] = blob_of[path]
         line = {
-            "v": 1,
+            "v": 2,
             "ts": round(time.time(), 3),
             "source": source,
             "repo": index.manifest.get("repo_root", ""),
             "commit": index.manifest.get("commit", ""),
             "results": len(files),
-            "sent": base64.b64encode(zlib.compress(sent.encode("utf-8"), 6)).decode("ascii"),
-            "files": sorted(files.items()),
+            "sent_sha256": hashlib.sha256(sent.encode("utf-8", "replace")).hexdigest(),
+            "sent_chars": len(sent),
+            "files": sorted((path_hash(p), blob) for p, blob in files.items()),
         }
-        data = (json.dumps(line, separators=(",", ":")) + "\n").encode("utf-8")
-        fd = os.open(directory / LOG_NAME, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        try:
-            os.write(fd, data)  # one write: concurrent searches do not interleave lines
-        finally:
-            os.close(fd)
+        count_and_append(directory / LOG_NAME, line, sent, detach=source == "cli")
         return True
     except Exception:  # the log is a courtesy: a search never fails because of it
         return False
+
+
+def path_hash(path: str) -> str:
+    """A file's identity in the log: stable across searches, not its name."""
+    return hashlib.sha256(path.encode("utf-8", "replace")).hexdigest()[:16]
+
+
+def append_line(log: Path, line: dict[str, Any]) -> None:
+    """One write (concurrent searches do not interleave lines) to a log only the user reads."""
+    data = (json.dumps(line, separators=(",", ":")) + "\n").encode("utf-8")
+    fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    try:
+        if os.fstat(fd).st_mode & 0o077:
+            os.fchmod(fd, 0o600)  # a log created by an older version was world-readable
+        os.write(fd, data)
+    finally:
+        os.close(fd)
+
+
+def _count(line: dict[str, Any], sent: str) -> dict[str, Any]:
+    from .budget import count_tokens
+
+    return {**line, "sent_tokens": count_tokens(sent)}
+
+
+def count_and_append(log: Path, line: dict[str, Any], sent: str, detach: bool) -> None:
+    from .budget import _tokenizer
+
+    if detach and hasattr(os, "fork") and not _tokenizer.cache_info().currsize:
+        _count_in_grandchild(log, line, sent)
+    else:
+        _background().put((log, line, sent))
+
+
+def _count_in_grandchild(log: Path, line: dict[str, Any], sent: str) -> None:
+    """Double fork: the grandchild is adopted by init, so the CLI neither waits nor leaves a
+    zombie; it closes the caller's pipes first so a reader sees EOF when the CLI exits."""
+    pid = os.fork()
+    if pid:
+        os.waitpid(pid, 0)
+        return
+    try:
+        if os.fork() == 0:
+            os.setsid()
+            null = os.open(os.devnull, os.O_RDWR)
+            for fd in (0, 1, 2):
+                os.dup2(null, fd)
+            append_line(log, _count(line, sent))
+    finally:
+        os._exit(0)
+
+
+class _Counter(threading.Thread):
+    """Counts and appends queued lines off the search path; drained at interpreter exit."""
+
+    def __init__(self) -> None:
+        super().__init__(name="indexer-savings", daemon=True)
+        self.queue: queue.Queue[tuple[Path, dict[str, Any], str]] = queue.Queue()
+
+    def put(self, item: tuple[Path, dict[str, Any], str]) -> None:
+        self.queue.put(item)
+
+    def run(self) -> None:
+        while True:
+            log, line, sent = self.queue.get()
+            with contextlib.suppress(Exception):
+                append_line(log, _count(line, sent))
+            self.queue.task_done()
+
+    def drain(self) -> None:
+        self.queue.join()
+
+
+@functools.cache
+def _background() -> _Counter:
+    counter = _Counter()
+    counter.start()
+    atexit.register(counter.drain)
+    return counter
+
+
+def flush() -> None:
+    """Wait until every queued search is in the log (tests, `indexer savings`)."""
+    if _background.cache_info().currsize:
+        _background().drain()
 
 
 @dataclass
@@ -150,38 +244,29 @@ def report(index_dir: Path, prices: dict[str, float] | None = None) -> SavingsRe
         merged[key] = float(value)
     log = index_dir / LOG_NAME
     cache_path = index_dir / CACHE_NAME
-    cache: dict[str, dict[str, int]] = {"lines": {}, "blobs": {}}
+    cache: dict[str, dict[str, int]] = {"blobs": {}}
     try:
         loaded = json.loads(cache_path.read_text(encoding="utf-8"))
         if isinstance(loaded, dict):
-            cache["lines"].update(loaded.get("lines", {}))
             cache["blobs"].update(loaded.get("blobs", {}))
     except (OSError, ValueError):
         pass
     queries = sent = baseline = unavailable = 0
     by_source: dict[str, int] = {}
     repos: dict[str, Any] = {}
-    offset = 0
-    try:
-        raw_lines = log.read_bytes().splitlines(keepends=True)
-    except FileNotFoundError:
-        raw_lines = []
+    flush()
+    raw_lines = _without_text(log)
     for raw in raw_lines:
-        key = str(offset)
-        offset += len(raw)
         try:
             entry = json.loads(raw)
         except ValueError:
             continue  # a torn line (a crash mid-write) is skipped
         queries += 1
         by_source[entry.get("source", "?")] = by_source.get(entry.get("source", "?"), 0) + 1
-        if key not in cache["lines"]:
-            text = zlib.decompress(base64.b64decode(entry["sent"])).decode("utf-8")
-            cache["lines"][key] = count_tokens(text)
-        sent += cache["lines"][key]
-        for path, blob in entry.get("files", []):
+        sent += int(entry.get("sent_tokens", 0))
+        for _path, blob in entry.get("files", []):
             if blob not in cache["blobs"]:
-                content = _blob_text(repos, entry.get("repo", ""), blob, path)
+                content = _blob_text(repos, entry.get("repo", ""), blob)
                 if content is None:
                     unavailable += 1
                     continue
@@ -195,15 +280,50 @@ def report(index_dir: Path, prices: dict[str, float] | None = None) -> SavingsRe
     )
 
 
-def _blob_text(repos: dict[str, Any], repo_path: str, blob: str, path: str) -> str | None:
+def _without_text(log: Path) -> list[bytes]:
+    """The log's lines; version-1 lines (which held the text sent) are counted and the log is
+    rewritten without any text, atomically and 0600."""
+    try:
+        raw_lines = log.read_bytes().splitlines(keepends=True)
+    except (FileNotFoundError, IsADirectoryError):
+        return []
+    if not any(b'"sent":' in raw for raw in raw_lines):
+        return raw_lines
+    from .budget import count_tokens
+
+    out = []
+    for raw in raw_lines:
+        try:
+            entry = json.loads(raw)
+        except ValueError:
+            continue
+        if isinstance(entry, dict) and "sent" in entry:
+            text = zlib.decompress(base64.b64decode(entry.pop("sent"))).decode("utf-8")
+            entry.update(
+                v=2,
+                sent_tokens=count_tokens(text),
+                sent_sha256=hashlib.sha256(text.encode("utf-8", "replace")).hexdigest(),
+                sent_chars=len(text),
+                files=[(path_hash(p), blob) for p, blob in entry.get("files", [])],
+            )
+        out.append((json.dumps(entry, separators=(",", ":")) + "\n").encode("utf-8"))
+    with contextlib.suppress(OSError):  # read-only: report from memory, rewrite next time
+        fd, tmp = tempfile.mkstemp(dir=log.parent, prefix=".savings-")
+        with os.fdopen(fd, "wb") as fh:  # mkstemp creates it 0600
+            fh.write(b"".join(out))
+        os.replace(tmp, log)
+    return out
+
+
+def _blob_text(repos: dict[str, Any], repo_path: str, blob: str) -> str | None:
     try:
         if repo_path not in repos:
             import pygit2
 
             repos[repo_path] = pygit2.Repository(repo_path)
         data: bytes = repos[repo_path][blob].data
-        if is_notebook(path):  # a notebook read whole is at least its cells' sources, not
-            return sources_text(data)  # its JSON with base64 outputs: the saving stays honest
+        if data.lstrip()[:1] == b"{":  # a notebook read whole is at least its cells' sources,
+            return sources_text(data)  # not its JSON and base64 outputs (other JSON: as is)
         return data.decode("utf-8", errors="replace")
     except Exception:  # repository moved or object pruned: reported as unavailable
         return None

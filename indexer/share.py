@@ -4,7 +4,9 @@
 tree, the git index and HEAD are never touched, and the ref's history does not grow. `pull`
 adopts a published snapshot whose commit is HEAD, or an ancestor of HEAD (then updates
 incrementally). Fetched artifacts are data only: every file is checked against the manifest's
-size and sha256, only known file names are accepted, and nothing in them is executable.
+size and sha256, only known file names are accepted, and nothing in them is executable. As the
+ref's pusher can fix those checksums too, every chunk is then checked against the git blob it
+came from (indexer/provenance.py) before anything is written.
 """
 
 from __future__ import annotations
@@ -113,6 +115,7 @@ def pull(
             f"the published index is for {indexed[:12]}, not HEAD or an ancestor "
             "of it; run `indexer build`"
         )
+    _check_content(repo, files, manifest, full_ref)
     table = StaticVectors.load()
     if manifest.get("vectors", {}).get("card") != table.card:
         raise IndexerError(
@@ -183,6 +186,26 @@ def _verified_files(repo: pygit2.Repository, tree: pygit2.Tree, ref: str) -> dic
         if len(data) != info.get("bytes") or hashlib.sha256(data).hexdigest() != info.get("sha256"):
             raise IndexerError(f"{reject}: {name} does not match its checksum (tampered?)")
     return files
+
+
+def _check_content(
+    repo: pygit2.Repository, files: dict[str, bytes], manifest: dict[str, Any], ref: str
+) -> None:
+    """Checksums only prove the files match their own manifest: anyone who can push the ref
+    can fix both. Every chunk is verified against the git blob it came from (provenance.py)."""
+    from .chunker import CHUNKER_VERSION
+    from .provenance import ProvenanceError, check_provenance
+
+    reject = f"rejected the index published at {ref}"
+    if manifest.get("chunker_version") != CHUNKER_VERSION:
+        raise IndexerError(
+            f"{reject}: it was made by chunker version {manifest.get('chunker_version')!r}, "
+            f"not {CHUNKER_VERSION}; publish it again with this version or run `indexer build`"
+        )
+    try:
+        check_provenance(files.__getitem__, set(files), repo, manifest["commit"])
+    except ProvenanceError as exc:
+        raise IndexerError(f"{reject}: {exc} (forged or damaged; nothing was adopted)") from None
 
 
 def ci(

@@ -51,6 +51,7 @@ REQUIRED_FILES = frozenset(
     }
 )
 MANIFEST = "manifest.json"
+TMP_PREFIX = ".tmp-"
 KEEP_SNAPSHOTS = 3  # an update publishes twice (see build.py); older readers keep theirs
 
 
@@ -103,7 +104,11 @@ class SnapshotWriter:
     def __init__(self, index_dir: Path) -> None:
         self.index_dir = index_dir
         (index_dir / "snapshots").mkdir(parents=True, exist_ok=True)
-        self.path = Path(tempfile.mkdtemp(dir=index_dir / "snapshots", prefix=".tmp-"))
+        remove_stale_temporaries(index_dir / "snapshots")
+        # The pid in the name tells a later run whether the writer is still alive.
+        self.path = Path(
+            tempfile.mkdtemp(dir=index_dir / "snapshots", prefix=f"{TMP_PREFIX}{os.getpid()}-")
+        )
 
     def abort(self) -> None:
         shutil.rmtree(self.path, ignore_errors=True)
@@ -161,10 +166,33 @@ class SnapshotWriter:
                 kept += 1
                 continue
             shutil.rmtree(path, ignore_errors=True)
-        # Temporary directories of crashed builds older than an hour.
-        for path in snapshots.glob(".tmp-*"):
-            if time.time() - path.stat().st_mtime > 3600:
+        remove_stale_temporaries(snapshots)
+
+
+def stale_temporary(path: Path) -> bool:
+    """A `.tmp-<pid>-*` entry whose writer is dead (or an old-style one over an hour old)."""
+    from .workers import pid_alive
+
+    pid = path.name[len(TMP_PREFIX) :].split("-", 1)[0]
+    if pid.isdigit():
+        return int(pid) != os.getpid() and not pid_alive(int(pid))
+    try:
+        return time.time() - path.lstat().st_mtime > 3600
+    except OSError:
+        return False
+
+
+def remove_stale_temporaries(directory: Path) -> int:
+    """Remove what killed builds and updates left in `directory`; never a live writer's."""
+    removed = 0
+    for path in directory.glob(TMP_PREFIX + "*"):
+        if stale_temporary(path):
+            if path.is_dir() and not path.is_symlink():
                 shutil.rmtree(path, ignore_errors=True)
+            else:
+                path.unlink(missing_ok=True)
+            removed += 1
+    return removed
 
 
 def make_current(index_dir: Path, snapshot: Path) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,7 @@ from indexer import Index, build_index
 from indexer.budget import count_tokens, pack
 from indexer.compress import compress, query_terms
 from indexer.errors import IndexerError
-from indexer.savings import LOG_NAME, report
+from indexer.savings import LOG_NAME, flush, report
 
 from .conftest import MakeRepo, run_cli
 
@@ -133,8 +134,15 @@ def test_savings_log_counts_real_tokens(shop: Path, monkeypatch: pytest.MonkeyPa
     proc = run_cli("search", "warehouse stock", "--budget", "200", cwd=shop)
     assert proc.returncode == 0, proc.stderr
     run_cli("search", "warehouse", "--no-log", cwd=shop)
-    lines = (index_dir / LOG_NAME).read_text().splitlines()
-    assert [json.loads(line)["source"] for line in lines] == ["api", "cli"]
+    flush()  # the API's line is counted on a background thread
+    log = index_dir / LOG_NAME
+    deadline = time.monotonic() + 30  # the CLI's line is counted by a detached child
+    while len(log.read_text().splitlines()) < 2 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    lines = log.read_text().splitlines()
+    assert sorted(json.loads(line)["source"] for line in lines) == ["api", "cli"]
+    assert "shipping" not in log.read_text()  # counts and hashes, never code or paths
+    assert log.stat().st_mode & 0o777 == 0o600
     rep = report(index_dir).to_dict()
     sent_api = count_tokens(json.dumps([r.to_dict() for r in results]))
     assert rep["tokens_sent"] == sent_api + count_tokens(proc.stdout)

@@ -10,6 +10,8 @@ from indexer import Index, build_index
 from indexer.chunker import chunk_file
 from indexer.datafiles import SUMMARY_BYTES
 
+from .conftest import run_cli
+
 CI_YAML = """name: CI
 on: [push, pull_request]
 jobs:
@@ -109,6 +111,8 @@ def test_data_and_configuration_rank_below_code_unless_asked(make_repo) -> None:
     report = build_index(repo, progress=False)
     assert report.skipped.get("generated") == 1  # lock files stay skipped
     index = Index.open(repo)
+    verified = run_cli("verify", cwd=repo)  # the shape chunk is re-derived from the blob
+    assert verified.returncode == 0, verified.stderr
 
     def top(query: str, k: int = 3) -> list[str]:
         return [r.path for r in index.search(query, k=k, log=False)]

@@ -135,6 +135,13 @@ def test_an_invalid_notebook_is_indexed_as_text_and_counted(notebook_repo: Path)
     assert update_index(notebook_repo, progress=False).fallback == {"invalid_notebook": 1}
 
 
+def test_verify_checks_cell_chunks_against_their_cells(notebook_repo: Path) -> None:
+    build_index(notebook_repo, progress=False)
+    proc = run_cli("verify", "--json", "--repo", str(notebook_repo))
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["chunks_checked"] == len(Index.open(notebook_repo))
+
+
 def test_show_a_cell_chunk_by_location(notebook_repo: Path) -> None:
     build_index(notebook_repo, progress=False)
     out = run_cli("show", "analysis/pricing.ipynb#cell=3", "--repo", str(notebook_repo))

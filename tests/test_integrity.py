@@ -1,0 +1,218 @@
+"""Nothing forged, nothing damaged is served: shared indexes are checked against git on pull,
+local damage is a clean one-line error, and `indexer verify` checks everything."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import random
+from pathlib import Path
+
+import numpy as np
+import pygit2
+import pytest
+
+from indexer import Index, integrity
+from indexer.build import update_index
+from indexer.errors import IndexerError
+from indexer.integrity import chunk_sums
+from indexer.share import publish
+from indexer.store import current_snapshot
+
+from .conftest import SAMPLE_FILES, MakeRepo, commit_all, run_cli, write_files
+from .test_errors import assert_clean_error
+from .test_share import _republish_with, clone_with_index
+
+
+def _published(repo_path: Path, ref: str) -> dict[str, bytes]:
+    repo = pygit2.Repository(str(repo_path))
+    tree = repo.references[ref].peel(pygit2.Commit).tree
+    return {e.name: bytes(repo[e.id].data) for e in tree}  # type: ignore[attr-defined]
+
+
+def _forge(files: dict[str, bytes], name: str, old: bytes, new: bytes) -> dict[str, bytes]:
+    """What an attacker with push access does: change a file, then fix every checksum."""
+    assert len(old) == len(new) and old in files[name]
+    forged = dict(files, **{name: files[name].replace(old, new)})
+    load = lambda n: np.load(io.BytesIO(forged[n]), allow_pickle=False)  # noqa: E731
+    sums = chunk_sums(
+        forged["chunks.jsonl"],
+        load("chunk_offsets.npy"),
+        forged["texts.bin"],
+        load("text_offsets.npy"),
+    )
+    buffer = io.BytesIO()
+    np.save(buffer, sums)
+    forged["chunk_sums.npy"] = buffer.getvalue()
+    manifest = json.loads(forged["manifest.json"])
+    for file_name, info in manifest["files"].items():
+        info.update(
+            bytes=len(forged[file_name]), sha256=hashlib.sha256(forged[file_name]).hexdigest()
+        )
+    forged["manifest.json"] = json.dumps(manifest).encode()
+    return forged
+
+
+@pytest.mark.parametrize(
+    ("name", "old", "new", "why"),
+    [
+        (
+            "texts.bin",
+            b"base_delay * 2 ** attempt",
+            b"base_delay * 0 ** attempt",
+            "not in its file",
+        ),
+        ("chunks.jsonl", b'"path": "net/retry.py"', b'"path": "net/retrx.py"', "does not belong"),
+        (
+            "files.json",
+            b'"path": "net/retry.py"',
+            b'"path": "net/retrx.py"',
+            "not a file of commit",
+        ),
+        ("chunks.jsonl", b"attempts=5, base_delay", b"attempts=9, base_delay", "signature"),
+    ],
+)
+def test_a_forged_shared_index_is_refused(
+    sample_repo: Path, tmp_path: Path, name: str, old: bytes, new: bytes, why: str
+) -> None:
+    assert run_cli("build", cwd=sample_repo).returncode == 0
+    ref = publish(str(sample_repo))["ref"]
+    forged = _forge(_published(sample_repo, ref), name, old, new)
+    _republish_with(
+        sample_repo, ref, {n: forged[n] for n in (name, "chunk_sums.npy", "manifest.json")}
+    )
+    clone = clone_with_index(sample_repo, tmp_path / "clone")
+    proc = run_cli("pull", cwd=clone)
+    assert_clean_error(proc, "rejected the index published at")
+    assert why in proc.stderr and "nothing was adopted" in proc.stderr
+    assert not (clone / ".git" / "indexer" / "CURRENT").exists()
+    assert "no index" in run_cli("search", "retry", cwd=clone).stderr
+
+
+def test_an_honest_shared_index_is_verified_and_adopted(sample_repo: Path, tmp_path: Path) -> None:
+    assert run_cli("build", cwd=sample_repo).returncode == 0
+    publish(str(sample_repo))
+    clone = clone_with_index(sample_repo, tmp_path / "clone")
+    assert run_cli("pull", cwd=clone).returncode == 0
+    proc = run_cli("verify", "--json", cwd=clone)
+    assert proc.returncode == 0 and json.loads(proc.stdout)["chunks_checked"] > 5
+
+
+LONG_SIGNATURE = (
+    "@decorator\ndef configure(\n"
+    + "".join(f"    option_{i}: int = {i},\n" for i in range(150))
+    + ") -> int:\n"
+    + "".join(f"    total_{i} = option_{i} * 2\n" for i in range(150))
+    + "    return 0\n"
+)
+JS_COMMENTED = (
+    "function merge(/* obj1, obj2, ... */) {\n  return Object.assign({}, ...arguments);\n}\n"
+)
+
+
+def test_verify_accepts_every_chunk_shape(make_repo: MakeRepo) -> None:
+    """Split definitions whose repeated header reaches into a window, class summaries, comments
+    inside signatures: real shapes that a too-strict check would call forged."""
+    root = make_repo({**SAMPLE_FILES, "cli/main.py": LONG_SIGNATURE, "lib/merge.js": JS_COMMENTED})
+    assert run_cli("build", cwd=root).returncode == 0
+    proc = run_cli("verify", "--json", cwd=root)
+    assert proc.returncode == 0, proc.stderr
+    index = Index.open(root)
+    chunks = [index.chunk_at(row) for row in range(len(index))]
+    repeated = [c for c in chunks if c.qualname == "configure" and c.start_line > 1]
+    assert repeated and all(c.text.startswith("@decorator\ndef configure(") for c in repeated)
+    assert any(c.kind == "class" and "    ..." in c.text for c in chunks)  # a class summary
+
+
+def test_verify_finds_same_size_changes_and_forged_checksums(sample_repo: Path) -> None:
+    assert run_cli("build", cwd=sample_repo).returncode == 0
+    assert "ok:" in run_cli("verify", cwd=sample_repo).stdout
+    snapshot = current_snapshot(sample_repo / ".git" / "indexer")
+    texts = snapshot / "texts.bin"
+    original = texts.read_bytes()
+    texts.write_bytes(original.replace(b"base_delay * 2", b"base_delay * 0"))
+    assert_clean_error(run_cli("verify", cwd=sample_repo), "fails its checksum")
+    # Served text is checked per chunk, so `show` refuses instead of printing altered code.
+    assert_clean_error(run_cli("show", "net/retry.py:5-12", cwd=sample_repo), "indexer build")
+    # Someone who also fixes every checksum is caught by the check against git.
+    files = {p.name: p.read_bytes() for p in snapshot.iterdir()}
+    files["texts.bin"] = original
+    forged = _forge(files, "texts.bin", b"base_delay * 2", b"base_delay * 0")
+    for file_name, data in forged.items():
+        (snapshot / file_name).write_bytes(data)
+    assert_clean_error(run_cli("verify", cwd=sample_repo), "does not match the repository")
+
+
+@pytest.mark.parametrize(
+    "name", ["bm25_vocab.json", "columns.json", "files.json", "chunk_fids.npy"]
+)
+def test_damaged_files_are_one_line_errors(sample_repo: Path, name: str) -> None:
+    assert run_cli("build", cwd=sample_repo).returncode == 0
+    path = current_snapshot(sample_repo / ".git" / "indexer") / name
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0xFF  # same size: only a checksum or a decode notices
+    path.write_bytes(bytes(data))
+    for args in (["search", "retry with backoff"], ["show", "net/retry.py:5-12"], ["status"]):
+        proc = run_cli(*args, cwd=sample_repo)
+        assert proc.returncode in (0, 2), proc.stderr
+        if proc.returncode == 2:
+            assert_clean_error(proc, "indexer build")
+
+
+def _served_text_is_from_the_repository(index: Index) -> None:
+    sources = {path: str(text) for path, text in SAMPLE_FILES.items()}
+    for query in ("retry with backoff", "InvoiceCalculator", "shopping cart"):
+        for result in index.search(query, k=5, with_text=True, log=False):
+            assert result.path in sources
+            lines = set(sources[result.path].splitlines())
+            for line in (result.text or "").splitlines():
+                assert line.strip() == "..." or line in lines, (result.path, line)
+            chunk = index.show(result.id)
+            assert chunk.text == result.text
+
+
+@pytest.mark.parametrize("hashed_on_load", [0, integrity.SMALL_FILE_BYTES])
+def test_fuzzed_artifacts_give_correct_results_or_a_clean_error(
+    sample_repo: Path, monkeypatch: pytest.MonkeyPatch, hashed_on_load: int
+) -> None:
+    # With nothing hashed on load, every flip reaches the decoders and the per-chunk sums.
+    monkeypatch.setattr(integrity, "SMALL_FILE_BYTES", hashed_on_load)
+    assert run_cli("build", cwd=sample_repo).returncode == 0
+    snapshot = current_snapshot(sample_repo / ".git" / "indexer")
+    rng = random.Random(10)
+    outcomes = {"clean error": 0, "served": 0}
+    for path in sorted(p for p in snapshot.iterdir() if p.is_file()):
+        original = path.read_bytes()
+        for attempt in range(6):
+            data = bytearray(original)
+            if attempt == 5 or not data:
+                data = data[: rng.randrange(len(data) + 1)]  # truncation
+            else:
+                lo = 0 if attempt == 0 else len(data) // 2  # headers, then bodies
+                for _ in range(1 + attempt % 3):
+                    data[rng.randrange(lo, len(data))] ^= 1 << rng.randrange(8)
+            path.write_bytes(bytes(data))
+            try:
+                index = Index(snapshot)
+                _served_text_is_from_the_repository(index)
+                index.status()
+                outcomes["served"] += 1
+            except IndexerError as exc:  # a CorruptIndexError: one line, exit 2 in the CLI
+                assert "\n" not in str(exc)
+                outcomes["clean error"] += 1
+            finally:
+                path.write_bytes(original)
+    assert outcomes["clean error"] > 0
+    assert outcomes["served"] > 0 or hashed_on_load
+
+
+def test_an_update_never_copies_damaged_rows(sample_repo: Path) -> None:
+    assert run_cli("build", cwd=sample_repo).returncode == 0
+    texts = current_snapshot(sample_repo / ".git" / "indexer") / "texts.bin"
+    texts.write_bytes(texts.read_bytes().replace(b"base_delay * 2", b"base_delay * 0"))
+    write_files(sample_repo, {"later.py": "def later():\n    return 1\n"})
+    commit_all(sample_repo, "later")
+    report = update_index(sample_repo, progress=False)
+    assert report.mode == "full"  # the damaged base was not used
+    assert run_cli("verify", cwd=sample_repo).returncode == 0
