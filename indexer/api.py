@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 import os
 import re
 import time
@@ -27,30 +26,17 @@ from .integrity import (
     corrupt_as_error,
 )
 from .lexical import LexicalIndex
-from .pathclass import (
-    FLAG_DATA,
-    FLAG_DOCS,
-    FLAG_EXAMPLE,
-    FLAG_GENERATED,
-    FLAG_TEST,
-    FLAG_VENDORED,
-)
+from .query import Query, parse_query
+from .rerank import file_evidence, rerank, saturate
 from .store import current_snapshot, default_index_dir, read_manifest
-from .tokens import (
-    STOPWORDS,
-    code_terms,
-    identifiers,
-    lexical_terms,
-    path_terms,
-    split_identifier,
-)
+from .tokens import path_terms
 from .vectors import StaticVectors
 
 if TYPE_CHECKING:
     from .budget import Packed
     from .graph import CodeGraph
 
-__all__ = ["Index", "SearchResult", "build_index"]
+__all__ = ["Index", "Query", "SearchResult", "build_index", "parse_query"]
 
 
 def build_index(*args: Any, **kwargs: Any) -> Any:
@@ -58,32 +44,6 @@ def build_index(*args: Any, **kwargs: Any) -> Any:
     from .build import build_index as _build
 
     return _build(*args, **kwargs)
-
-
-# Data and configuration files (indexer/datafiles.py) are asked for by these words, or by name.
-_DATA_WORDS = (
-    "config configuration configure configured settings setting yaml yml json toml ini cfg csv "
-    "tsv ci workflow workflows pipeline github tox docker dataset data fixture fixtures "
-    "parameters params manifest dependencies dependency"
-)
-_ASKS_FOR = {
-    FLAG_TEST: {
-        "test",
-        "tests",
-        "testing",
-        "pytest",
-        "unittest",
-        "spec",
-        "fixture",
-        "fixtures",
-        "mock",
-    },
-    FLAG_EXAMPLE: {"example", "examples", "demo", "sample", "tutorial", "benchmark", "bench"},
-    FLAG_DOCS: {"doc", "docs", "documentation", "readme", "guide", "changelog", "rst", "markdown"},
-    FLAG_VENDORED: {"compat", "compatibility", "vendor", "vendored", "legacy", "deprecated"},
-    FLAG_GENERATED: {"dist", "build", "generated", "bundle"},
-    FLAG_DATA: set(_DATA_WORDS.split()),
-}
 
 
 @dataclass
@@ -112,64 +72,6 @@ class SearchResult:
             if data[optional] is None:
                 del data[optional]
         return data
-
-
-@dataclass(frozen=True)
-class Query:
-    text: str
-    lexical: list[str]
-    dense: list[str]
-    identifiers: set[str]  # lowercased identifier-like words
-    terms: set[str]  # unstemmed code terms
-    symbol_like: bool
-    words: int
-
-    def kind(self, long_words: int) -> str:
-        if self.symbol_like:
-            return "symbol"
-        return "long" if self.words >= long_words else "natural"
-
-
-_IDENT_SHAPE = re.compile(r"[a-z][A-Z]|_|\.|::|\(\)|^[A-Z][a-z]+[A-Z]")
-
-
-_CODE_SPAN = re.compile(r"```.*?```|`[^`\n]+`", re.DOTALL)
-
-
-ACRONYM_MAX_WORDS = 12
-
-
-def _acronyms(words: list[str]) -> set[str]:
-    """A short question that spells out an acronym names it: `reciprocal rank fusion` names
-    `rrf`. Initials of 3-4 consecutive content words; none for long texts (chance matches)."""
-    content = [w for w in words if w[:1].isalpha() and w.lower() not in STOPWORDS]
-    if len(content) > ACRONYM_MAX_WORDS:
-        return set()
-    initials = "".join(w[0].lower() for w in content)
-    return {initials[i : i + n] for n in (3, 4) for i in range(len(initials) - n + 1)}
-
-
-def parse_query(text: str) -> Query:
-    words = text.split()
-    shaped = [w for w in words if _IDENT_SHAPE.search(w)]
-    symbol_like = (len(words) <= 3 and bool(shaped)) or len(words) == 1
-    if symbol_like:
-        idents = identifiers(text)
-    else:
-        # In prose, a plain word ("rank", "result") naming a symbol is weak evidence: only
-        # identifier-shaped words and code spans name symbols.
-        code = " ".join(shaped) + " " + " ".join(_CODE_SPAN.findall(text))
-        idents = identifiers(code)
-    lowered = {w.lower() for w in idents} | _acronyms(words)
-    return Query(
-        text=text,
-        lexical=lexical_terms(text),
-        dense=code_terms(text),
-        identifiers=lowered,
-        terms=set(code_terms(text)),
-        symbol_like=symbol_like,
-        words=len(words),
-    )
 
 
 class Index:
@@ -390,14 +292,20 @@ class Index:
         self, q: Query, k: int, cut: bool = True, retrievers: tuple[str, ...] = ("bm25", "dense")
     ) -> list[tuple[int, dict[str, float]]]:
         cfg = self.fusion
+        if len(self) == 0:
+            return []  # an empty index (nothing indexable): FAISS cannot search for 0 results
         n_cand = min(int(cfg["candidates"]), len(self))
         weights = cfg["retriever_weights"][q.kind(int(cfg["long_query_words"]))]
 
-        bm25, coverage = self.lexical.score(q.lexical)
+        boosts = q.term_weights(float(cfg["query"]["salient"]), float(cfg["query"]["prose"]))
+        bm25, coverage = self.lexical.score(q.lexical, boosts)
         hits = np.nonzero(bm25 > 0)[0]
         top_bm25 = hits[np.argsort(-bm25[hits], kind="stable")][:n_cand]
 
-        qvec = self.vectors.embed_terms(q.dense)
+        dense_terms = q.dense
+        if cfg["query"]["dense_salient"] and q.salient_dense:
+            dense_terms = q.salient_dense  # a report's blur of prose hides its subject
+        qvec = self.vectors.embed_terms(dense_terms)
         if not qvec.any():
             top_dense = np.zeros(0, dtype=np.int64)
             dense_sims = np.zeros(0, dtype=np.float32)
@@ -407,10 +315,14 @@ class Index:
             top_dense = self._rows_of_fids(fids[valid])
             dense_sims = sims[valid]
 
+        # Names BM25 cannot see (`g`, one letter) and exact definitions of a symbol query.
+        exact = self.defining_rows(q.identifiers)[:n_cand] if q.symbol_like else top_bm25[:0]
         lists: list[tuple[np.ndarray, float]] = []
         single = len(retrievers) == 1  # a retriever alone (ablations) keeps its full weight
         if "bm25" in retrievers:
             lists.append((top_bm25, 1.0 if single else float(weights["bm25"])))
+            if len(exact):
+                lists.append((exact, 1.0))
         if "dense" in retrievers:
             lists.append((top_dense, 1.0 if single else float(weights["dense"])))
         fused = rrf(lists, float(cfg["rrf_k"]))
@@ -428,10 +340,10 @@ class Index:
                 sim_of[r] = s
         similarity = np.asarray([sim_of.get(r, 0.0) for r in rows.tolist()], dtype=np.float32)
 
-        scores = self._rerank(q, rows, scores)
+        scores = file_evidence(self, rows, rerank(self, q, rows, scores))
         order = np.argsort(-scores, kind="stable")
         rows, scores, similarity = rows[order], scores[order], similarity[order]
-        rows, scores, similarity = self._saturate(rows, scores, similarity)
+        rows, scores, similarity = saturate(self, rows, scores, similarity)
         graph_cfg = cfg["graph"]
         if graph_cfg["expand"] or graph_cfg["ppr"] or graph_cfg["file_boost"]:
             from .graph import graph_rerank  # only when enabled: searches never load the graph
@@ -448,7 +360,10 @@ class Index:
 
         rule = cfg["threshold"]
         if cut:
-            if float(similarity.max(initial=0)) < rule["min_similarity"] and len(top_bm25) == 0:
+            if (
+                float(similarity.max(initial=0)) < rule["min_similarity"]
+                and len(top_bm25) + len(exact) == 0
+            ):
                 return []
             keep = conf >= rule["relative"] * float(conf[: max(k, 1)].max(initial=0))
             keep[: int(rule["min_results"])] = True
@@ -475,104 +390,46 @@ class Index:
         pos = np.searchsorted(sorted_fids, fids)
         return order[np.clip(pos, 0, len(order) - 1)].astype(np.int64)
 
-    def _rerank(self, q: Query, rows: np.ndarray, scores: np.ndarray) -> np.ndarray:
-        """Code-aware multipliers: definitions named by the query, path matches, file coherence,
-        and demotion of tests/examples/docs/vendored/generated code unless the query asks."""
-        w = self.fusion["rerank"]
-        symbols = self._columns["symbols"]
-        kinds = self._columns["kinds"]
-        defines = self._columns["defines"]
-        files = self._chunk_file[rows]
-        flags = self._chunk_flags[rows]
-        asked = 0
-        for flag, words in _ASKS_FOR.items():
-            if q.terms & words:
-                asked |= flag
-        out = scores.copy()
-        # File coherence: how many candidates share the file (top of the fused list only).
-        top = np.argsort(-scores)[:50]
-        file_counts: dict[int, int] = {}
-        for f in files[top].tolist():
-            file_counts[f] = file_counts.get(f, 0) + 1
-        # Per-file factors once per file, not once per candidate.
-        factor: dict[int, float] = {}
-        for f in set(files.tolist()):
-            mult = 1.0
-            if w["path"]:
-                mult *= 1.0 + w["path"] * self._path_match(f, q)
-            if w["coherence"]:
-                mult *= 1.0 + w["coherence"] * math.log1p(max(0, file_counts.get(f, 1) - 1))
-            factor[f] = mult
-        bad_rows = (flags & ~np.uint8((asked | FLAG_DATA) & 0xFF)) != 0
-        out *= np.fromiter((factor[f] for f in files.tolist()), dtype=np.float64, count=len(rows))
-        out[bad_rows] *= w["demote"]
-        if not asked & FLAG_DATA:
-            out *= self._data_demotion(q, files, flags)
-        if not w["definition"] or not (q.identifiers or q.symbol_like):
-            return out
-        for i, row in enumerate(rows.tolist()):
-            mult = 1.0
-            symbol = symbols[row].lower()
-            if kinds[row] in ("module", "cell") and defines[row]:
-                if any(name.lower() in q.identifiers for name in defines[row].split()):
-                    mult *= 1.0 + w["definition"]
-            elif kinds[row] in ("function", "method", "class") and symbol:
-                if symbol in q.identifiers:
-                    mult *= 1.0 + w["definition"]
-                elif len(symbol) > 3 and q.symbol_like:
-                    parts = split_identifier(symbols[row])
-                    if parts and all(p in q.terms for p in parts):
-                        mult *= 1.0 + 0.5 * w["definition"]
-            if mult != 1.0:
-                out[i] *= mult
-        return out
+    @cached_property
+    def _definitions(self) -> dict[str, list[int]]:
+        """Lowercased defined name -> rows: definitions' symbols and module-level names."""
+        table: dict[str, list[int]] = {}
+        for row, (symbol, names) in enumerate(
+            zip(self._columns["symbols"], self._columns["defines"], strict=True)
+        ):
+            for name in {symbol.lower(), *names.lower().split()} - {""}:
+                table.setdefault(name, []).append(row)
+        return table
 
-    def _data_demotion(self, q: Query, files: np.ndarray, flags: np.ndarray) -> np.ndarray:
-        """Data and configuration files rank below code for a question about behaviour; a
-        query that names the file (`fusion.json`, `ci.yml`) keeps it where it is."""
-        out = np.ones(len(files), dtype=np.float64)
-        text = q.text.lower()
-        for i in np.nonzero(flags & FLAG_DATA)[0].tolist():
-            name = self.files[int(files[i])]["path"].rsplit("/", 1)[-1].lower()
-            if name not in text:
-                out[i] = self.fusion["rerank"]["demote_data"]
-        return out
+    def defining_rows(self, names: set[str]) -> np.ndarray:
+        """Rows that define one of `names` exactly (definitions before module-level names)."""
+        kinds = self._columns["kinds"]
+        rows = sorted(
+            {r for name in names for r in self._definitions.get(name, ())},
+            key=lambda r: (kinds[r] == "module", r),
+        )
+        return np.asarray(rows, dtype=np.int64)
 
     @cached_property
-    def _path_term_sets(self) -> list[tuple[set[str], set[str]] | None]:
+    def project_terms(self) -> set[str]:
+        """The project's own names (its top-level code directories, `src/<name>`): words that
+        every report about it says, so they never ask for tests or docs by themselves."""
+        from .pathclass import directory_flags
+
+        names: set[str] = set()
+        for f in self.files:
+            parts = f["path"].split("/")
+            if len(parts) < 2:
+                continue
+            top = parts[1] if parts[0] in ("src", "lib") and len(parts) > 2 else parts[0]
+            if not directory_flags(top + "/"):
+                names.add(top)
+        return {t for name in names for t in path_terms(name)}
+
+    @cached_property
+    def path_term_cache(self) -> list[tuple[set[str], set[str]] | None]:
+        """Per file: its stem's and its directories' terms, filled as files are ranked."""
         return [None] * len(self.files)
-
-    def _path_match(self, file: int, q: Query) -> float:
-        cached = self._path_term_sets[file]
-        if cached is None:
-            parts = self.files[file]["path"].rsplit("/", 1)
-            cached = (
-                set(path_terms(parts[-1].rsplit(".", 1)[0])),
-                set(path_terms(parts[0])) if len(parts) == 2 else set(),
-            )
-            self._path_term_sets[file] = cached
-        stem_terms, dir_terms = cached
-        score = 0.0
-        if stem_terms:
-            score += len(stem_terms & q.terms) / len(stem_terms)
-        if dir_terms:
-            score += 0.5 * len(dir_terms & q.terms) / len(dir_terms)
-        return min(score, 1.5)
-
-    def _saturate(
-        self, rows: np.ndarray, scores: np.ndarray, similarity: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        factor = float(self.fusion["rerank"]["saturation"])
-        if factor >= 1.0:
-            return rows, scores, similarity
-        seen: dict[int, int] = {}
-        adjusted = scores.copy()
-        for i, f in enumerate(self._chunk_file[rows].tolist()):
-            n = seen.get(f, 0)
-            adjusted[i] *= factor**n
-            seen[f] = n + 1
-        order = np.argsort(-adjusted, kind="stable")
-        return rows[order], adjusted[order], similarity[order]
 
     def _result(self, row: int, s: dict[str, float], with_text: bool) -> SearchResult:
         c = self.chunk_at(row, with_text=with_text)
@@ -608,6 +465,7 @@ class Index:
             "snapshot": str(self.snapshot),
             "counts": m["counts"],
             "languages": m.get("languages", {}),
+            "warnings": m.get("warnings", []),
             "artifact_bytes": sum(f["bytes"] for f in m["files"].values()),
             "files": {name: info["bytes"] for name, info in m["files"].items()},
         }

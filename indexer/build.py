@@ -29,6 +29,7 @@ from .errors import IndexerError
 from .gitsource import (
     SourceFile,
     content_skip_reason,
+    coverage_warnings,
     last_change_times,
     list_tree,
     open_repository,
@@ -38,7 +39,7 @@ from .gitsource import (
 from .integrity import CHUNK_SUMS, chunk_sum, chunk_sums
 from .lexical import LexicalIndex, postings_of
 from .notebook import fallback_reason
-from .pathclass import path_flags
+from .pathclass import content_flags
 from .secrets import redact
 from .store import (
     SnapshotWriter,
@@ -67,6 +68,7 @@ class BuildReport:
     cached_files: int = 0  # taken from the blob cache
     chunked_files: int = 0  # parsed now
     searchable_seconds: float = 0.0  # until the new snapshot answered searches (graph follows)
+    warnings: list[str] = field(default_factory=list)  # nothing indexed, most files skipped
     redacted: dict[str, int] = field(default_factory=dict)  # secret values replaced, by kind
     fallback: dict[str, int] = field(default_factory=dict)  # indexed as text: reason -> files
 
@@ -197,6 +199,7 @@ class BaseSnapshot:
         self.fallback_of = {f["path"]: f["fallback"] for f in self.files if "fallback" in f}
         self.meta_offsets = np.load(snapshot / "chunk_offsets.npy", allow_pickle=False)
         self.text_offsets = np.load(snapshot / "text_offsets.npy", allow_pickle=False)
+        self.flags = np.load(snapshot / "chunk_flags.npy", allow_pickle=False)
         self.columns: dict[str, list[str]] = json.loads((snapshot / "columns.json").read_text())
         self.lexical = LexicalIndex.load(snapshot)
         self.fids, self.vectors = DenseIndex.load(snapshot, mmap=False).stored()
@@ -463,6 +466,7 @@ def _report(
         languages=manifest.get("languages", {}),
         mode=mode,
         reused_files=reused,
+        warnings=list(manifest.get("warnings", [])),
         redacted=counts.get("redacted", {}),
     )
 
@@ -557,6 +561,7 @@ def _assemble(
             defines.extend(base.columns["defines"][start:end])
             kept_new_rows.append(np.arange(row, row + n))
             language = base.language_of.get(f.path, "")
+            file_flags = int(base.flags[start]) if n else 0
             redacted = base.redacted_of.get(f.path)
             fallback = base.fallback_of.get(f.path)
         else:
@@ -585,6 +590,7 @@ def _assemble(
                 new_dense.append(entry.dense[i] + path_dense)
                 new_rows.append(row + i)
             fids.append(ids)
+            file_flags = content_flags(f.path, "\n".join(r["text"] for r in entry.records))
         if redacted:
             file_records[-1]["redacted"] = redacted
             for kind, count in redacted.items():
@@ -594,7 +600,7 @@ def _assemble(
             fallbacks[fallback] = fallbacks.get(fallback, 0) + 1
         languages[language] = languages.get(language, 0) + n
         chunk_file.append(np.full(n, file_index, dtype=np.int32))
-        flags.append(np.full(n, path_flags(f.path), dtype=np.uint8))
+        flags.append(np.full(n, file_flags, dtype=np.uint8))
         row += n
     n_rows = row
 
@@ -658,6 +664,7 @@ def _assemble(
         },
         "languages": dict(sorted(languages.items())),
         "skipped_examples": examples,
+        "warnings": coverage_warnings(len(indexed), skip_counts),
     }
 
 

@@ -8,50 +8,38 @@ split at statement boundaries with their signature repeated as context. Notebook
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
 from .chunks import Chunk, chunk_id, materialize
 from .datafiles import DATA_LANGUAGES, data_records
-from .languages import SPECS, LanguageSpec
+from .generic import collect_generic
+from .languages import SPECS, grammar_of
 from .notebook import notebook_records
+from .specs import LanguageSpec
+from .treenodes import (
+    Definition,
+    docstring_of,
+    go_receiver,
+    line_span,
+    node_name,
+    parser,
+    qualify,
+    signature_end_line,
+    signature_of,
+    zig_classify,
+)
 
 __all__ = ["CHUNKER_VERSION", "Chunk", "chunk_file", "chunk_id", "chunk_records", "materialize"]
 
 # Bump when chunks or per-chunk build columns change. 3: secrets redacted (indexer/secrets.py),
-# so no cached or kept chunk from before redaction is ever reused. 4: notebooks by cell and
-# large data files by shape (indexer/notebook.py, indexer/datafiles.py).
-CHUNKER_VERSION = 4
+# so no cached or kept chunk from before redaction is ever reused; 4: every grammar of the pack,
+# plain-text fallback, test flags from content; 5: both; 6: notebooks by cell and large data
+# files by shape (indexer/notebook.py, indexer/datafiles.py).
+CHUNKER_VERSION = 6
 MAX_CHUNK_LINES = 120  # a definition longer than this is split
 MODULE_BLOCK_LINES = 60  # module-level code and text windows
 WINDOW_OVERLAP = 8
-MAX_SIGNATURE_CHARS = 300
-MAX_DOCSTRING_CHARS = 600
-
-
-@cache
-def _parser(grammar: str) -> Any:
-    from tree_sitter_language_pack import get_parser
-
-    return get_parser(grammar)  # type: ignore[arg-type]
-
-
-@dataclass
-class _Def:
-    kind: str
-    name: str
-    qualname: str
-    start_byte: int  # including wrappers and leading doc comments
-    end_byte: int
-    start_line: int  # 0-based
-    end_line: int
-    sig_end_line: int  # last line of the signature (0-based)
-    signature: str
-    docstring: str
-    body: Any  # tree-sitter node of the body, or None
-    members: list[_Def]
 
 
 class _FileChunker:
@@ -139,10 +127,13 @@ class _FileChunker:
                 self.windows("section", heading, heading, start, end, MODULE_BLOCK_LINES)
 
     # -- code ------------------------------------------------------------------------------------
-    def code_file(self, spec: LanguageSpec) -> None:
-        tree = _parser(spec.grammar).parse(self.data)
+    def code_file(self, spec: LanguageSpec, generic: bool = False) -> None:
+        tree = parser(spec.grammar).parse(self.data)
         root = tree.root_node
-        defs = self.collect(spec, root, [])
+        if generic:
+            defs = collect_generic(spec.name, root, self.data, [])
+        else:
+            defs = self.collect(spec, root, [])
         covered = [False] * len(self.lines)
         for d in defs:
             self.emit_def(d, spec)
@@ -167,8 +158,8 @@ class _FileChunker:
                     self.windows("module", self.stem, "<module>", start, end, MODULE_BLOCK_LINES)
                 block_start = None
 
-    def collect(self, spec: LanguageSpec, node: Any, scope: list[str]) -> list[_Def]:
-        found: list[_Def] = []
+    def collect(self, spec: LanguageSpec, node: Any, scope: list[str]) -> list[Definition]:
+        found: list[Definition] = []
         pending_comments: list[Any] = []
         for child in node.named_children:
             if child.type in spec.comment_types:
@@ -193,7 +184,7 @@ class _FileChunker:
 
     def as_definition(
         self, spec: LanguageSpec, node: Any, scope: list[str], comments: list[Any]
-    ) -> _Def | None:
+    ) -> Definition | None:
         outer = node
         inner = node
         # Unwrap decorators/export/template, possibly nested (export default class ...).
@@ -217,31 +208,25 @@ class _FileChunker:
         kind, body = self.classify(spec, inner)
         if kind is None:
             return None
-        name = _node_name(inner, self.data) or "<anonymous>"
+        name = node_name(inner, self.data) or "<anonymous>"
         if spec.name == "go" and inner.type == "method_declaration":
-            receiver = _go_receiver(inner, self.data)
+            receiver = go_receiver(inner, self.data)
             if receiver:
                 scope = [*scope, receiver]
-        # `C::method` (C++), `M.h` / `M:i` (Lua): qualify with dots, the symbol is the last part.
-        qualified = re.sub(r"::|:(?=\w)", ".", name)
-        qualname = ".".join([*scope, qualified])
-        name = qualified.rsplit(".", 1)[-1] or qualified
+        qualified, qualname, name = qualify(name, scope)
         start_node = comments[0] if comments else outer
-        start_line = start_node.start_point[0]
-        end_line = outer.end_point[0]
-        if outer.end_point[1] == 0 and end_line > start_line:
-            end_line -= 1
-        sig_end = _signature_end_line(inner, body)
+        start_line, end_line = line_span(start_node, outer)
+        sig_end = signature_end_line(inner, body)
         sig_end = max(inner.start_point[0], min(sig_end, end_line))
-        signature = _signature(inner, body, self.data)
-        docstring = _docstring(spec, body, comments, self.data)
+        signature = signature_of(inner, body, self.data)
+        docstring = docstring_of(spec, body, comments, self.data)
         is_container = kind == "class"
         if kind == "function" and scope:
             kind = "method"
-        members: list[_Def] = []
+        members: list[Definition] = []
         if is_container and body is not None:
             members = self.collect(spec, body, [*scope, qualified])
-        return _Def(
+        return Definition(
             kind=kind,
             name=name,
             qualname=qualname,
@@ -260,7 +245,7 @@ class _FileChunker:
         """('function'|'class'|None, body node)."""
         t = node.type
         if spec.name == "zig":
-            return _zig_classify(node)
+            return zig_classify(node)
         if t in spec.containers:
             body = node.child_by_field_name("body")
             if body is None:
@@ -289,7 +274,7 @@ class _FileChunker:
                     return "function", value.child_by_field_name("body")
         return None, None
 
-    def emit_def(self, d: _Def, spec: LanguageSpec) -> None:
+    def emit_def(self, d: Definition, spec: LanguageSpec) -> None:
         if d.kind == "class":
             self.emit_class(d, spec)
             return
@@ -308,7 +293,7 @@ class _FileChunker:
             return
         self.split_def(d)
 
-    def split_def(self, d: _Def) -> None:
+    def split_def(self, d: Definition) -> None:
         """Split a long definition at statement boundaries, repeating the signature."""
         header = self.line_text(d.start_line, d.sig_end_line)
         statements = [c for c in d.body.named_children]
@@ -347,7 +332,7 @@ class _FileChunker:
                     d.docstring if i == 0 else "",
                 )
 
-    def emit_class(self, d: _Def, spec: LanguageSpec) -> None:
+    def emit_class(self, d: Definition, spec: LanguageSpec) -> None:
         """Class chunk = its lines with member bodies elided to their signatures."""
         skip: set[int] = set()
         for m in d.members:
@@ -394,11 +379,19 @@ def chunk_records(stem: str, language: str, data: bytes) -> list[dict[str, Any]]
     elif language in DATA_LANGUAGES and (records := data_records(stem, language, data)):
         return records
     spec = SPECS.get(language)
-    if spec is None:
-        chunker.text_file(language)
-    else:
+    if spec is not None:
         chunker.code_file(spec)
+    elif grammar_of(language) is not None:
+        chunker.code_file(generic_spec(language), generic=True)
+    else:
+        chunker.text_file(language)
     return chunker.records
+
+
+@cache
+def generic_spec(language: str) -> LanguageSpec:
+    """A spec with no definition types: the generic extractor reads the grammar's own."""
+    return LanguageSpec(language, language, frozenset(), frozenset())
 
 
 def chunk_file(path: str, language: str, blob: str, data: bytes) -> list[Chunk]:
@@ -422,147 +415,3 @@ def _line_starts(data: bytes) -> list[int]:
 def path_stem(path: str) -> str:
     name = path.rsplit("/", 1)[-1]
     return name.split(".", 1)[0] or name
-
-
-_NAME_TYPES = (
-    "identifier",
-    "field_identifier",
-    "type_identifier",
-    "property_identifier",
-    "constant",
-    "name",
-    "word",
-    "simple_identifier",
-    "namespace_identifier",
-    "IDENTIFIER",
-    "qualified_identifier",
-    "destructor_name",
-    "operator_name",
-    "private_property_identifier",
-    "scoped_identifier",
-    "dot_index_expression",
-    "method_index_expression",
-)
-
-
-def _text(node: Any, data: bytes) -> str:
-    return data[node.start_byte : node.end_byte].decode("utf-8", errors="replace")
-
-
-def _node_name(node: Any, data: bytes) -> str:
-    name = node.child_by_field_name("name")
-    if name is None and node.type == "impl_item":  # rust: impl<T> Trait for Type<T>
-        name = node.child_by_field_name("type")
-    if name is not None:
-        return _clean_name(_text(name, data))
-    # C/C++: the name hides in the declarator chain.
-    decl = node.child_by_field_name("declarator")
-    depth = 0
-    while decl is not None and depth < 8:
-        if decl.type in _NAME_TYPES:
-            return _clean_name(_text(decl, data))
-        inner = decl.child_by_field_name("declarator")
-        if inner is None:
-            inner = next((c for c in decl.named_children if c.type in _NAME_TYPES), None)
-        decl = inner
-        depth += 1
-    for child in node.named_children:
-        if child.type in ("variable_declarator", "type_spec", "FnProto", "VarDecl"):
-            return _node_name(child, data)
-        if child.type in _NAME_TYPES:
-            return _clean_name(_text(child, data))
-        if child.type in ("user_type", "string", "STRINGLITERALSINGLE"):
-            return _clean_name(_text(child, data).strip("\"'"))
-    return ""
-
-
-def _clean_name(name: str) -> str:
-    name = " ".join(name.split())
-    if "<" in name and not name.startswith("operator"):
-        name = name.split("<", 1)[0]  # generics: RingBuffer<T> -> RingBuffer
-    return name[:120]
-
-
-def _go_receiver(node: Any, data: bytes) -> str:
-    receiver = node.child_by_field_name("receiver")
-    if receiver is None:
-        return ""
-    match = re.search(r"([A-Za-z_][A-Za-z0-9_]*)\s*(\[[^\]]*\])?\s*\)\s*$", _text(receiver, data))
-    return match.group(1) if match else ""
-
-
-def _signature_end_line(node: Any, body: Any) -> int:
-    """Last line of a definition's header: the line with `{` when the body opens on it,
-    else the line before the body (Python's block starts at its first statement)."""
-    if body is None:
-        return int(node.start_point[0])
-    header = body.prev_sibling
-    header_end = int(header.end_point[0]) if header is not None else int(node.start_point[0])
-    body_start = int(body.start_point[0])
-    return body_start if body_start == header_end else min(header_end, body_start)
-
-
-def _signature(node: Any, body: Any, data: bytes) -> str:
-    end = body.start_byte if body is not None and body.start_byte > node.start_byte else None
-    if end is None:
-        text = _text(node, data).split("\n", 1)[0]
-    else:
-        text = data[node.start_byte : end].decode("utf-8", errors="replace")
-    text = " ".join(text.split()).rstrip("{:= ").strip()
-    return text[:MAX_SIGNATURE_CHARS]
-
-
-_COMMENT_MARKERS = re.compile(r"^\s*(/\*\*?|\*/|\*|///?|#+|--|;+)\s?", re.MULTILINE)
-
-
-def _docstring(spec: LanguageSpec, body: Any, comments: list[Any], data: bytes) -> str:
-    if spec.python_docstrings:
-        if body is None or not body.named_children:
-            return ""
-        first = body.named_children[0]
-        if first.type == "expression_statement" and first.named_children:
-            first = first.named_children[0]
-        if first.type != "string":
-            return ""
-        raw = _text(first, data)
-        raw = re.sub(r'^[rRbBuUfF]*("""|\'\'\'|"|\')', "", raw)
-        raw = re.sub(r'("""|\'\'\'|"|\')$', "", raw)
-        return _squeeze(raw)
-    if not comments:
-        return ""
-    raw = "\n".join(_text(c, data) for c in comments)
-    raw = _COMMENT_MARKERS.sub("", raw).replace("*/", "")
-    return _squeeze(raw)
-
-
-def _squeeze(text: str) -> str:
-    lines = [line.strip() for line in text.strip().splitlines()]
-    out = "\n".join(line for line in lines if line)
-    return out[:MAX_DOCSTRING_CHARS]
-
-
-def _zig_classify(node: Any) -> tuple[str | None, Any]:
-    if node.type == "TestDecl":
-        return "function", None
-    if node.type != "Decl":
-        return None, None
-    children = {c.type: c for c in node.named_children}
-    if "FnProto" in children:
-        return "function", children.get("Block")
-    var = children.get("VarDecl")
-    container = _find_type(var, "ContainerDecl", 4) if var is not None else None
-    if container is not None:
-        return "class", container
-    return None, None
-
-
-def _find_type(node: Any, node_type: str, depth: int) -> Any:
-    if node.type == node_type:
-        return node
-    if depth == 0:
-        return None
-    for child in node.named_children:
-        found = _find_type(child, node_type, depth - 1)
-        if found is not None:
-            return found
-    return None

@@ -43,6 +43,8 @@ def cmd_build(args: argparse.Namespace) -> int:
         jobs=args.jobs,
         progress=None if not args.json else False,
     )
+    for warning in report.warnings:
+        print(f"WARNING: {warning}", file=sys.stderr)
     if args.json:
         _emit_json(report.to_dict())
     else:
@@ -153,6 +155,8 @@ def cmd_status(args: argparse.Namespace) -> int:
         print("as text    " + ", ".join(f"{k} {v}" for k, v in counts["fallback"].items()))
     redacted = ", ".join(f"{k} {v}" for k, v in counts.get("redacted", {}).items()) or "none"
     print(f"redacted   {redacted} (secret values replaced in indexed files)")
+    for warning in status["warnings"]:
+        print(f"WARNING    {clean(warning)}")
     langs = ", ".join(f"{k} {v}" for k, v in status["languages"].items())
     print(f"languages  {langs}")
     print(f"artifacts  {clean(status['snapshot'])} ({status['artifact_bytes'] / 1e6:.1f} MB)")

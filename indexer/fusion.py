@@ -40,8 +40,14 @@ DEFAULTS: dict[str, Any] = {
         "coherence": 0.2,  # several candidates from one file
         "saturation": 0.7,  # j-th chunk of a file in the ranking is multiplied by this**j
         "demote": 0.3,  # tests/examples/docs/vendored/generated unless asked for
+        "prose": 0.5,  # text and doc sections, for issue-sized queries not about docs
+        "file_evidence": 0.0,  # a file's next chunks add this share of their score (rerank.py)
         "demote_data": 0.5,  # data/configuration files unless asked for or named
     },
+    # Issue-sized queries (indexer/query.py): BM25 weight of code-like evidence (paths, dotted
+    # names, stack frames, code, error lines) and of the prose around it.
+    # dense_salient 1: embed only the title and that evidence (0: the whole text).
+    "query": {"salient": 2.0, "prose": 0.6, "dense_salient": 0.0},
     # Code-graph signals (indexer/graph.py graph_rerank); 0 = off. Only the PageRank prior
     # raised dev-set MRR (both sets, R@10 unchanged); expand and file_boost did not
     # (docs/agents.md).
@@ -133,6 +139,8 @@ def _validate(v: dict[str, Any], source: str) -> None:
     _number(v["threshold"]["min_results"], f"{source}: threshold.min_results", 0, 1000)
     for name, w in v["rerank"].items():
         _number(w, f"{source}: rerank.{name}", 0, 100)
+    for name, w in v["query"].items():
+        _number(w, f"{source}: query.{name}", 0, 100)
     for name, w in v["graph"].items():
         _number(w, f"{source}: graph.{name}", 0, 100)
 

@@ -117,7 +117,7 @@ def path_skip_reason(path: str, mode: int, rules: IgnoreRules | None = None) -> 
     if decision is True:
         return "ignored"
     if decision is False:
-        return None if detect_language(path) is not None else "unsupported"
+        return None if detect_language(path) is not None else "binary"
     if is_secret_path(path):
         return "secret"
     parts = path.split("/")
@@ -127,7 +127,7 @@ def path_skip_reason(path: str, mode: int, rules: IgnoreRules | None = None) -> 
     if name in GENERATED_NAMES or name.endswith(GENERATED_SUFFIXES):
         return "generated"
     if detect_language(path) is None:
-        return "unsupported"
+        return "binary"  # a known binary format, by name (every other file is read as text)
     return None
 
 
@@ -228,3 +228,21 @@ def last_change_times(
     for path in remaining:
         times[path] = oldest
     return times
+
+
+# Skip reasons that leave a tracked text file out of the index (binary, vendored, generated,
+# links and secrets are left out on purpose).
+_TEXT_LOST = ("too_large", "minified", "unsupported", "error:")
+
+
+def coverage_warnings(indexed: int, skipped: dict[str, int]) -> list[str]:
+    """Loud warnings for a build that indexed nothing or skipped most tracked text files."""
+    lost = {r: n for r, n in skipped.items() if r.startswith(_TEXT_LOST)}
+    reasons = ", ".join(f"{r} {n}" for r, n in sorted(lost.items()))
+    if indexed == 0:
+        total = sum(skipped.values())
+        detail = f" ({reasons})" if reasons else ""
+        return [f"indexed 0 files of {total} tracked{detail}: every search will be empty"]
+    if sum(lost.values()) > indexed:
+        return [f"skipped most tracked text files: {sum(lost.values())} ({reasons}) vs {indexed}"]
+    return []

@@ -30,11 +30,12 @@ from typing import Any
 
 import numpy as np
 
-from .chunker import Chunk, _parser
+from .chunker import Chunk
 from .errors import CorruptIndexError, IndexerError
 from .languages import SPECS
 from .notebook import is_notebook
 from .notebook import script as notebook_script
+from .treenodes import parser as _parser
 
 GRAPH_FILE = "graph.json"  # node ids and columns
 GRAPH_EDGES = "graph_edges.npy"  # int32 (src, dst, type, how)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import tokenize
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -35,6 +36,8 @@ DECODE_ERRORS = (
     OverflowError,
     AttributeError,
     MemoryError,  # a damaged .npy header can claim an absurd shape
+    SyntaxError,  # numpy parses a .npy header with the tokenizer and literal_eval
+    tokenize.TokenError,
 )
 
 

@@ -1,200 +1,20 @@
-"""Which files are which language, and which tree-sitter node types are definitions in each."""
+"""Which files are which language: a tree-sitter grammar, a text format, or plain text.
+
+Every text file is indexed: a file whose name matches nothing here is chunked as plain text
+windows ("text"); only known binary formats are left out by name (binary content is caught later
+by `gitsource.content_skip_reason`). Secret-looking files are deliberately not named here.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from functools import cache
 from pathlib import PurePosixPath
 
+from .specs import SPECS, LanguageSpec
 
-@dataclass(frozen=True)
-class LanguageSpec:
-    name: str
-    grammar: str  # name in tree-sitter-language-pack
-    functions: frozenset[str]
-    containers: frozenset[str]
-    # Nodes that wrap a definition and extend its range (decorators, export, template<>).
-    wrappers: frozenset[str] = frozenset()
-    # Non-definition nodes whose children are searched for definitions (namespaces in disguise).
-    transparent: frozenset[str] = frozenset()
-    # Variable declarations whose value is a function (`const f = () => {}`) are functions.
-    function_values: frozenset[str] = frozenset()
-    comment_types: frozenset[str] = field(default_factory=lambda: frozenset({"comment"}))
-    python_docstrings: bool = False
+__all__ = ["SPECS", "LanguageSpec", "detect_language", "grammar_of", "is_code", "pack_grammars"]
 
-
-def _fs(*names: str) -> frozenset[str]:
-    return frozenset(names)
-
-
-_JS_FUNCS = _fs(
-    "function_declaration",
-    "generator_function_declaration",
-    "method_definition",
-    "function_signature",
-    "abstract_method_signature",
-)
-_JS_CONTAINERS = _fs(
-    "class_declaration",
-    "abstract_class_declaration",
-    "interface_declaration",
-    "enum_declaration",
-    "internal_module",
-    "module",
-    "type_alias_declaration",
-)
-_JS_COMMON = dict(
-    wrappers=_fs("export_statement"),
-    transparent=_fs("expression_statement", "ambient_declaration"),
-    function_values=_fs("arrow_function", "function_expression", "function", "generator_function"),
-)
-
-SPECS: dict[str, LanguageSpec] = {
-    spec.name: spec
-    for spec in [
-        LanguageSpec(
-            "python",
-            "python",
-            _fs("function_definition"),
-            _fs("class_definition"),
-            wrappers=_fs("decorated_definition"),
-            python_docstrings=True,
-        ),
-        LanguageSpec("javascript", "javascript", _JS_FUNCS, _JS_CONTAINERS, **_JS_COMMON),  # type: ignore[arg-type]
-        LanguageSpec("typescript", "typescript", _JS_FUNCS, _JS_CONTAINERS, **_JS_COMMON),  # type: ignore[arg-type]
-        LanguageSpec("tsx", "tsx", _JS_FUNCS, _JS_CONTAINERS, **_JS_COMMON),  # type: ignore[arg-type]
-        LanguageSpec(
-            "go",
-            "go",
-            _fs("function_declaration", "method_declaration"),
-            _fs("type_declaration"),
-        ),
-        LanguageSpec(
-            "rust",
-            "rust",
-            _fs("function_item", "function_signature_item", "macro_definition"),
-            _fs("impl_item", "struct_item", "enum_item", "trait_item", "mod_item", "union_item"),
-            comment_types=_fs("line_comment", "block_comment"),
-        ),
-        LanguageSpec(
-            "java",
-            "java",
-            _fs("method_declaration", "constructor_declaration"),
-            _fs(
-                "class_declaration",
-                "interface_declaration",
-                "enum_declaration",
-                "record_declaration",
-                "annotation_type_declaration",
-            ),
-            comment_types=_fs("line_comment", "block_comment"),
-        ),
-        LanguageSpec(
-            "c",
-            "c",
-            _fs("function_definition"),
-            _fs("struct_specifier", "union_specifier", "enum_specifier"),
-            wrappers=_fs("type_definition"),
-            transparent=_fs("preproc_if", "preproc_ifdef", "preproc_else", "preproc_elif"),
-        ),
-        LanguageSpec(
-            "cpp",
-            "cpp",
-            _fs("function_definition"),
-            _fs(
-                "class_specifier",
-                "struct_specifier",
-                "union_specifier",
-                "enum_specifier",
-                "namespace_definition",
-            ),
-            wrappers=_fs("template_declaration", "type_definition"),
-            transparent=_fs(
-                "preproc_if",
-                "preproc_ifdef",
-                "preproc_else",
-                "preproc_elif",
-                "linkage_specification",
-                "declaration_list",
-            ),
-        ),
-        LanguageSpec(
-            "csharp",
-            "csharp",
-            _fs(
-                "method_declaration",
-                "constructor_declaration",
-                "destructor_declaration",
-                "operator_declaration",
-                "local_function_statement",
-            ),
-            _fs(
-                "class_declaration",
-                "interface_declaration",
-                "struct_declaration",
-                "enum_declaration",
-                "record_declaration",
-                "namespace_declaration",
-            ),
-            transparent=_fs("file_scoped_namespace_declaration", "declaration_list"),
-        ),
-        LanguageSpec(
-            "ruby",
-            "ruby",
-            _fs("method", "singleton_method"),
-            _fs("class", "module", "singleton_class"),
-        ),
-        LanguageSpec(
-            "php",
-            "php",
-            _fs("function_definition", "method_declaration"),
-            _fs(
-                "class_declaration",
-                "interface_declaration",
-                "trait_declaration",
-                "enum_declaration",
-            ),
-        ),
-        LanguageSpec(
-            "kotlin",
-            "kotlin",
-            _fs("function_declaration", "secondary_constructor"),
-            _fs("class_declaration", "object_declaration", "companion_object"),
-            comment_types=_fs("line_comment", "multiline_comment", "comment"),
-        ),
-        LanguageSpec(
-            "swift",
-            "swift",
-            _fs(
-                "function_declaration",
-                "init_declaration",
-                "deinit_declaration",
-                "protocol_function_declaration",
-                "subscript_declaration",
-            ),
-            _fs("class_declaration", "protocol_declaration"),
-            comment_types=_fs("comment", "multiline_comment"),
-        ),
-        LanguageSpec(
-            "scala",
-            "scala",
-            _fs("function_definition", "function_declaration"),
-            _fs("class_definition", "object_definition", "trait_definition", "enum_definition"),
-            comment_types=_fs("comment", "block_comment"),
-        ),
-        LanguageSpec("bash", "bash", _fs("function_definition"), _fs()),
-        LanguageSpec("lua", "lua", _fs("function_declaration"), _fs()),
-        # Zig: `Decl` holds either a function (FnProto + Block) or a variable; containers are
-        # recognised in the chunker by their `ContainerDecl` value.
-        LanguageSpec(
-            "zig",
-            "zig",
-            _fs("Decl", "TestDecl"),
-            _fs(),
-            comment_types=_fs("comment", "doc_comment", "container_doc_comment"),
-        ),
-    ]
-}
-
+# Languages with a hand-written spec (indexer/specs.py).
 EXTENSIONS: dict[str, str] = {
     ".py": "python",
     ".pyi": "python",
@@ -233,6 +53,198 @@ EXTENSIONS: dict[str, str] = {
     ".zig": "zig",
 }
 
+# Grammars of tree-sitter-language-pack chunked by the generic extractor (indexer/generic.py):
+# the language name is the grammar's name.
+GRAMMAR_EXTENSIONS: dict[str, str] = {
+    ".ex": "elixir",
+    ".exs": "elixir",
+    ".heex": "heex",
+    ".hs": "haskell",
+    ".lhs": "haskell",
+    ".ml": "ocaml",
+    ".mli": "ocaml_interface",
+    ".erl": "erlang",
+    ".hrl": "erlang",
+    ".clj": "clojure",
+    ".cljs": "clojure",
+    ".cljc": "clojure",
+    ".dart": "dart",
+    ".r": "r",
+    ".jl": "julia",
+    ".pl": "perl",
+    ".pm": "perl",
+    ".m": "objc",
+    ".mm": "objc",
+    ".elm": "elm",
+    ".nim": "nim",
+    ".nims": "nim",
+    ".sol": "solidity",
+    ".vue": "vue",
+    ".svelte": "svelte",
+    ".astro": "astro",
+    ".hcl": "hcl",
+    ".tf": "terraform",
+    ".sql": "sql",
+    ".proto": "proto",
+    ".graphql": "graphql",
+    ".gql": "graphql",
+    ".cmake": "cmake",
+    ".mk": "make",
+    ".f": "fortran",
+    ".for": "fortran",
+    ".f90": "fortran",
+    ".f95": "fortran",
+    ".f03": "fortran",
+    ".f08": "fortran",
+    ".groovy": "groovy",
+    ".gradle": "groovy",
+    ".ps1": "powershell",
+    ".psm1": "powershell",
+    ".gleam": "gleam",
+    ".fs": "fsharp",
+    ".fsx": "fsharp",
+    ".fsi": "fsharp_signature",
+    ".lisp": "commonlisp",
+    ".cl": "commonlisp",
+    ".el": "elisp",
+    ".scm": "scheme",
+    ".ss": "scheme",
+    ".rkt": "racket",
+    ".janet": "janet",
+    ".fnl": "fennel",
+    ".d": "d",
+    ".adb": "ada",
+    ".ads": "ada",
+    ".pas": "pascal",
+    ".hx": "haxe",
+    ".v": "verilog",
+    ".sv": "verilog",
+    ".svh": "verilog",
+    ".vhd": "vhdl",
+    ".vhdl": "vhdl",
+    ".tcl": "tcl",
+    ".cu": "cuda",
+    ".cuh": "cuda",
+    ".glsl": "glsl",
+    ".vert": "glsl",
+    ".frag": "glsl",
+    ".hlsl": "hlsl",
+    ".wgsl": "wgsl",
+    ".odin": "odin",
+    ".ha": "hare",
+    ".cairo": "cairo",
+    ".clar": "clarity",
+    ".gd": "gdscript",
+    ".luau": "luau",
+    ".purs": "purescript",
+    ".pony": "pony",
+    ".prisma": "prisma",
+    ".pp": "puppet",
+    ".rego": "rego",
+    ".smali": "smali",
+    ".smithy": "smithy",
+    ".nut": "squirrel",
+    ".bzl": "starlark",
+    ".star": "starlark",
+    ".thrift": "thrift",
+    ".td": "tablegen",
+    ".twig": "twig",
+    ".nix": "nix",
+    ".capnp": "capnp",
+    ".bicep": "bicep",
+    ".bb": "bitbake",
+    ".bbappend": "bitbake",
+    ".fish": "fish",
+    ".as": "actionscript",
+    ".agda": "agda",
+    ".asm": "asm",
+    ".s": "asm",
+    ".vim": "vim",
+    ".ll": "llvm",
+    ".wat": "wat",
+    ".wast": "wast",
+    ".hack": "hack",
+    ".qml": "qmljs",
+    ".kdl": "kdl",
+    ".typ": "typst",
+    ".magik": "magik",
+    ".ino": "arduino",
+    ".ispc": "ispc",
+    ".sparql": "sparql",
+    ".rq": "sparql",
+    ".tal": "uxntal",
+    ".yuck": "yuck",
+    ".func": "func",
+    ".bsl": "bsl",
+    ".jsonnet": "jsonnet",
+    ".libsonnet": "jsonnet",
+    ".trigger": "apex",
+    ".fir": "firrtl",
+    ".gn": "gn",
+    ".gni": "gn",
+    ".ld": "linkerscript",
+    ".mmd": "mermaid",
+    ".axs": "netlinx",
+    ".axi": "netlinx",
+    ".nqc": "nqc",
+    ".ron": "ron",
+    ".chatito": "chatito",
+    ".ungram": "ungrammar",
+    ".bib": "bibtex",
+    ".beancount": "beancount",
+    ".dtd": "dtd",
+    ".pgn": "pgn",
+    ".erb": "embeddedtemplate",
+    ".ejs": "embeddedtemplate",
+    ".org": "org",
+    ".cpon": "cpon",
+    ".rules": "udev",
+    ".gst": "gstlaunch",
+    ".hl": "hyprlang",
+}
+GRAMMAR_FILENAMES: dict[str, str] = {
+    "Makefile": "make",
+    "GNUmakefile": "make",
+    "makefile": "make",
+    "Dockerfile": "dockerfile",
+    "Containerfile": "dockerfile",
+    "CMakeLists.txt": "cmake",
+    "Jenkinsfile": "groovy",
+    "BUILD": "starlark",
+    "BUILD.bazel": "starlark",
+    "WORKSPACE": "starlark",
+    "meson.build": "meson",
+    "build.ninja": "ninja",
+    "Gemfile": "ruby",
+    "Rakefile": "ruby",
+    "Kconfig": "kconfig",
+    "go.mod": "gomod",
+    "MANIFEST.in": "pymanifest",
+    "qmldir": "qmldir",
+    "XCompose": "xcompose",
+    ".XCompose": "xcompose",
+    "inputrc": "readline",
+    ".inputrc": "readline",
+    ".gitattributes": "gitattributes",
+    ".gitignore": "gitignore",
+}
+
+# Grammars of the pack deliberately not used for whole files: text and data formats chunked as
+# text windows (their own issue owns JSON/YAML/TOML/CSV), grammars that only parse pieces
+# embedded in other files, formats whose extension another grammar claims (.m: objc, .v:
+# verilog, .re), translation catalogs (plain text, ranked like docs) and key files (never).
+UNUSED_GRAMMARS = {
+    "text formats": (
+        "css html ini json latex markdown properties psv requirements rst scss toml tsv "
+        "csv xml yaml po gitcommit"
+    ),
+    "embedded only": "comment doxygen jsdoc luadoc luap markdown_inline printf query test",
+    "extension claimed by another grammar": "matlab re2c v",
+    "lock files (skipped as generated)": "gosum",
+    "hangs on some inputs (a parse never returns)": "cobol",
+    "secrets": "pem",
+}
+
 # Text formats chunked by bounded windows (Markdown by heading first).
 TEXT_EXTENSIONS: dict[str, str] = {
     ".md": "markdown",
@@ -252,37 +264,144 @@ TEXT_EXTENSIONS: dict[str, str] = {
     ".xml": "xml",
     ".css": "css",
     ".scss": "css",
-    ".sql": "sql",
-    ".proto": "proto",
-    ".graphql": "graphql",
-    ".gradle": "gradle",
-    ".cmake": "cmake",
     ".tex": "tex",
     ".ipynb": "notebook",  # cells: indexer/notebook.py
     ".csv": "csv",  # large data files by shape: indexer/datafiles.py
     ".tsv": "tsv",
-    ".vue": "html",
-    ".svelte": "html",
 }
 TEXT_FILENAMES: dict[str, str] = {
-    "Makefile": "make",
-    "Dockerfile": "docker",
-    "CMakeLists.txt": "cmake",
     "README": "text",
     "LICENSE": "text",
     "CHANGES": "text",
     "AUTHORS": "text",
-    "Gemfile": "ruby",
-    "Rakefile": "ruby",
-    "Jenkinsfile": "groovy",
 }
+
+# Formats that are never text: skipped by name, without reading the blob.
+BINARY_EXTENSIONS = frozenset(
+    {
+        ".png",
+        ".jpg",
+        ".jpeg",
+        ".gif",
+        ".bmp",
+        ".ico",
+        ".icns",
+        ".webp",
+        ".tif",
+        ".tiff",
+        ".psd",
+        ".svgz",
+        ".pdf",
+        ".ps",
+        ".eps",
+        ".zip",
+        ".gz",
+        ".tgz",
+        ".bz2",
+        ".xz",
+        ".zst",
+        ".7z",
+        ".rar",
+        ".tar",
+        ".jar",
+        ".war",
+        ".whl",
+        ".egg",
+        ".apk",
+        ".dmg",
+        ".iso",
+        ".so",
+        ".dll",
+        ".dylib",
+        ".exe",
+        ".o",
+        ".a",
+        ".lib",
+        ".obj",
+        ".pyc",
+        ".pyo",
+        ".class",
+        ".wasm",
+        ".bin",
+        ".dat",
+        ".db",
+        ".sqlite",
+        ".woff",
+        ".woff2",
+        ".ttf",
+        ".otf",
+        ".eot",
+        ".mp3",
+        ".mp4",
+        ".wav",
+        ".ogg",
+        ".flac",
+        ".avi",
+        ".mov",
+        ".mkv",
+        ".webm",
+        ".npy",
+        ".npz",
+        ".pkl",
+        ".pickle",
+        ".h5",
+        ".hdf5",
+        ".parquet",
+        ".fits",
+        ".mo",
+        ".pb",
+        ".onnx",
+        ".pt",
+        ".ckpt",
+    }
+)
+
+# Plain-text fallback: any other name. Ranked like documentation (indexer/pathclass.py).
+PLAIN_TEXT = "text"
 
 
 def detect_language(path: str) -> str | None:
-    """Language of a path: a tree-sitter language, a text format, or None if unsupported."""
+    """Language of a path: a tree-sitter language, a text format, plain text, or None for a
+    known binary format."""
     pure = PurePosixPath(path)
     name = pure.name
+    if name in GRAMMAR_FILENAMES:
+        return GRAMMAR_FILENAMES[name]
     if name in TEXT_FILENAMES:
         return TEXT_FILENAMES[name]
     suffix = pure.suffix.lower()
-    return EXTENSIONS.get(suffix) or TEXT_EXTENSIONS.get(suffix)
+    if suffix in BINARY_EXTENSIONS:
+        return None
+    known = EXTENSIONS.get(suffix) or GRAMMAR_EXTENSIONS.get(suffix) or TEXT_EXTENSIONS.get(suffix)
+    if known:
+        return known
+    if name.startswith("Dockerfile") or name.endswith(".dockerfile"):
+        return "dockerfile"
+    return PLAIN_TEXT
+
+
+@cache
+def pack_grammars() -> frozenset[str]:
+    """Every grammar tree-sitter-language-pack ships."""
+    import typing
+
+    from tree_sitter_language_pack import SupportedLanguage
+
+    return frozenset(typing.get_args(SupportedLanguage))
+
+
+def grammar_of(language: str) -> str | None:
+    """The grammar that parses `language`, or None for text formats."""
+    spec = SPECS.get(language)
+    if spec is not None:
+        return spec.grammar
+    if language in GRAMMAR_LANGUAGES:
+        return language
+    return None
+
+
+def is_code(language: str) -> bool:
+    return grammar_of(language) is not None
+
+
+GRAMMAR_LANGUAGES = frozenset(GRAMMAR_EXTENSIONS.values()) | frozenset(GRAMMAR_FILENAMES.values())

@@ -11,7 +11,7 @@ import bisect
 import json
 import math
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -85,19 +85,27 @@ class LexicalIndex:
         """Term id of every posting (the inverse of indptr)."""
         return np.repeat(np.arange(len(self.terms), dtype=np.int64), np.diff(self.indptr))
 
-    def query_weights(self, terms: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-        """Known term ids and their weights (1 + log of the term's count in the query)."""
+    def query_weights(
+        self, terms: Sequence[str], boosts: Mapping[str, float] | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Known term ids and their weights (1 + log of the term's count in the query, times
+        the term's boost from query analysis, 1 if none)."""
         found = {t: self.term_id(t) for t in set(terms)}
         counts = Counter(t for t in terms if found[t] is not None)
+        boosts = boosts or {}
         ids = np.fromiter((found[t] for t in counts), dtype=np.int64, count=len(counts))
         weights = np.fromiter(
-            (1.0 + math.log(c) for c in counts.values()), dtype=np.float32, count=len(counts)
+            ((1.0 + math.log(c)) * boosts.get(t, 1.0) for t, c in counts.items()),
+            dtype=np.float32,
+            count=len(counts),
         )
         return ids, weights
 
-    def score(self, terms: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    def score(
+        self, terms: Sequence[str], boosts: Mapping[str, float] | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
         """(BM25 score per document, idf-weighted fraction of query terms each document has)."""
-        ids, weights = self.query_weights(terms)
+        ids, weights = self.query_weights(terms, boosts)
         all_terms = len(set(terms))
         if len(ids) == 0:
             zeros = np.zeros(self.n_docs, dtype=np.float32)

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from .languages import SPECS
+from .languages import is_code
 
 INVALID_NOTEBOOK = "invalid_notebook"  # fallback reason: indexed as text windows instead
 
@@ -121,7 +121,7 @@ def notebook_records(
     if notebook is None:
         return None
     # A kernel language without a tree-sitter grammar here is cut into text windows.
-    code_as = notebook.language if notebook.language in SPECS else "text"
+    code_as = notebook.language if is_code(notebook.language) else "text"
     records: list[dict[str, Any]] = []
     for cell in notebook.cells:
         language = notebook.language if cell.kind == "code" else "markdown"

@@ -4,17 +4,15 @@ from __future__ import annotations
 
 import re
 
+from .languages import PLAIN_TEXT, detect_language
+
+_TEST_DIR = r"(^|/)(tests?|testing|__tests__|spec|specs|testsuite)(/|$)"
+_TEST_NAME = r"(^|/)test_[^/]*$|_tests?\.[a-z]+$|\.(test|spec)\.[a-z]+$|(^|/)conftest\.py$"
 # Path classes that are down-weighted at query time unless the query asks for them.
 FLAG_TEST, FLAG_EXAMPLE, FLAG_DOCS, FLAG_VENDORED, FLAG_GENERATED = 1, 2, 4, 8, 16
 FLAG_DATA = 32  # data and configuration files: below code unless the query asks for them
 _FLAG_PATTERNS = [
-    (
-        FLAG_TEST,
-        re.compile(
-            r"(^|/)(tests?|testing|__tests__|spec|specs|testsuite)(/|$)|(^|/)test_[^/]*$|"
-            r"_tests?\.[a-z]+$|\.(test|spec)\.[a-z]+$|(^|/)conftest\.py$"
-        ),
-    ),
+    (FLAG_TEST, re.compile(rf"{_TEST_DIR}|{_TEST_NAME}")),
     (
         FLAG_EXAMPLE,
         re.compile(r"(^|/)(examples?|demos?|samples?|tutorials?|benchmarks?|bench)(/|$)"),
@@ -31,8 +29,49 @@ _FLAG_PATTERNS = [
 
 
 def path_flags(path: str) -> int:
+    # A text file of no known format (the plain-text fallback) ranks like documentation.
+    flags = FLAG_DOCS if detect_language(path) == PLAIN_TEXT else 0
+    return flags | directory_flags(path)
+
+
+def directory_flags(path: str) -> int:
+    """The classes a path's names put it in (a directory's too: `tests/`, `docs/`)."""
     flags = 0
     for flag, pattern in _FLAG_PATTERNS:
         if pattern.search(path.lower()):
             flags |= flag
+    return flags
+
+
+_TEST_DIR_RE = re.compile(_TEST_DIR)
+# What test code says about itself, across frameworks: imports, test functions and classes,
+# BDD blocks, annotations and attributes.
+_TEST_CONTENT = re.compile(
+    r"^\s*(import|from)\s+(pytest|unittest|nose|hypothesis|doctest)\b|"
+    r"^\s*(async\s+)?def test_\w*\(|^\s*class Test\w*|self\.assert[A-Z]\w*\(|"
+    r"\b(describe|it|test|suite)\(\s*['\"`]|['\"](vitest|jest|mocha|chai|ava|tap)['\"]|"
+    r"@Test\b|\[(Test|TestMethod|TestCase|Fact|Theory)\]|org\.junit|"
+    r"^func Test\w*\(t \*testing\.T\)|#\[(test|cfg\(test\))\]|"
+    r"RSpec\.|require ['\"](minitest|rspec|test/unit)|extends \w*TestCase\b|"
+    r"^@test\s|^\s*(assert_\w+|assertEquals|assertTrue)\b",
+    re.MULTILINE,
+)
+_ASSERT_LINE = re.compile(r"^\s*(assert|expect|check|require)\b", re.MULTILINE)
+
+
+def looks_like_test(text: str) -> bool:
+    """Test code by content: a test framework's marks, or dense plain asserts."""
+    if _TEST_CONTENT.search(text):
+        return True
+    asserts = len(_ASSERT_LINE.findall(text))
+    return asserts >= 3 and asserts * 20 >= text.count("\n") + 1
+
+
+def content_flags(path: str, text: str) -> int:
+    """Path classes from the path and the content: a file *named* like a test (`test_x.sh`)
+    outside a test directory is a test only if its content says so (a project's own sources
+    may be named that way); doubt means not a test."""
+    flags = path_flags(path)
+    if flags & FLAG_TEST and not _TEST_DIR_RE.search(path.lower()) and not looks_like_test(text):
+        flags &= ~FLAG_TEST
     return flags

@@ -17,7 +17,7 @@ def test_skip_reasons_from_paths() -> None:
     assert path_skip_reason("node_modules/a/index.js", 0o100644) == "vendored"
     assert path_skip_reason("package-lock.json", 0o100644) == "generated"
     assert path_skip_reason("static/app.min.js", 0o100644) == "generated"
-    assert path_skip_reason("image.png", 0o100644) == "unsupported"
+    assert path_skip_reason("image.png", 0o100644) == "binary"
     assert path_skip_reason("link.py", 0o120000) == "symlink"
     assert path_skip_reason("src/main.py", 0o100644) is None
 

@@ -11,7 +11,7 @@ from indexer import Index, build_index
 from indexer.budget import count_tokens
 from indexer.build import update_index
 from indexer.chunker import chunk_file, chunk_records
-from indexer.languages import SPECS
+from indexer.languages import is_code
 from indexer.mcp_server import Service
 from indexer.notebook import fallback_reason, sources_text
 from indexer.savings import report
@@ -54,7 +54,7 @@ def test_r_kernel_notebook_keeps_cells_in_r() -> None:
     code = [c for c in chunks if c.cell in (2, 3)]
     assert {c.language for c in code} == {"r"}
     assert any("fit_curve <- function(data, group)" in c.text for c in code)
-    if "r" not in SPECS:  # no R grammar registered: each cell is a text window
+    if not is_code("r"):  # no R grammar: each cell is a text window
         assert [(c.kind, c.cell) for c in code] == [("cell", 2), ("cell", 3)]
     assert not [c for c in chunks if any(noise in c.text for noise in JSON_NOISE)]
 

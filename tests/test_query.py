@@ -1,0 +1,123 @@
+"""Reading queries like a developer: issue-sized reports, symbols, path classes by content."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from indexer import Index, build_index
+from indexer.pathclass import FLAG_TEST, content_flags
+from indexer.query import parse_query, salient_text
+
+from .conftest import MakeRepo
+
+REPORT = """Widget.render crashes when the label is empty
+I upgraded widget last week and our dashboards broke. We have tests for this in our own
+project and they all fail now, the docs do not mention any change. Steps:
+
+```python
+from widget.core import Widget
+Widget(label="").render()
+```
+
+Traceback (most recent call last):
+  File "/usr/lib/python3/site-packages/widget/core.py", line 42, in render
+    width = layout.measure(self.label)
+ZeroDivisionError: division by zero
+
+Thanks for looking, widget is otherwise great and we use it in many places every day.
+"""
+
+
+def test_a_report_is_read_for_its_code_evidence() -> None:
+    q = parse_query(REPORT)
+    assert q.issue_sized
+    evidence = salient_text(REPORT)
+    assert "/usr/lib/python3/site-packages/widget/core.py" in evidence
+    assert "ZeroDivisionError: division by zero" in evidence
+    assert "layout.measure" in evidence
+    assert {"render", "measure", "zerodivisionerror", "core"} <= q.salient
+    assert "dashboards" not in q.salient
+    weights = q.term_weights(2.0, 0.5)
+    assert weights["measur"] == 2.0 and weights["dashboard"] == 0.5
+    # Words of the body do not ask for tests or docs; the title would.
+    assert "tests" in q.terms and "tests" not in q.ask_terms
+    assert parse_query("how are widget tests organised").ask_terms >= {"tests"}
+    assert q.paths == ("/usr/lib/python3/site-packages/widget/core.py",)
+
+
+def test_short_queries_keep_every_term_equal() -> None:
+    q = parse_query("where is the label measured")
+    assert not q.issue_sized and q.term_weights(2.0, 0.5) == {}
+    assert q.match_terms == q.terms
+
+
+@pytest.fixture
+def widget_repo(make_repo: MakeRepo) -> Path:
+    return make_repo(
+        {
+            "src/widget/core.py": (
+                "from .layout import measure\n\n\nclass Widget:\n"
+                "    def __init__(self, label):\n        self.label = label\n\n"
+                "    def render(self):\n        width = measure(self.label)\n"
+                "        return '-' * width\n"
+            ),
+            "src/widget/layout.py": (
+                "def measure(label):\n    '''Width of a label in cells.'''\n"
+                "    return 100 // len(label)\n"
+            ),
+            "src/widget/globals.py": "g = object()  # the request-global namespace\n",
+            "tests/test_widget.py": (
+                "import pytest\nfrom widget.core import Widget\n\n\n"
+                "def test_render_empty_label():\n"
+                "    with pytest.raises(ZeroDivisionError):\n"
+                "        Widget(label='').render()\n"
+            ),
+            "CHANGES.rst": (
+                "Widget changes\n==============\n\n"
+                "* render: an empty label no longer crashes (division by zero in measure).\n"
+                "* Widget label layout measure render dashboards docs.\n"
+            ),
+            "test_runner.sh": '#!/bin/sh\nrun_all() {\n  for f in *.job; do sh "$f"; done\n}\n',
+            "dapper/SqlMapper.cs": (
+                "public static partial class SqlMapper {\n  int Query() { return 1; }\n}\n"
+            ),
+            "dapper/SqlMapper.Async.cs": (
+                "public static partial class SqlMapper {\n"
+                "  async Task<int> QueryAsync() { return await Task.FromResult(1); }\n}\n"
+            ),
+            "dapper/SqlMapper.Settings.cs": (
+                "public static partial class SqlMapper {\n  public static class Settings { }\n}\n"
+            ),
+        }
+    )
+
+
+def test_a_report_ranks_the_code_that_needs_the_fix_first(widget_repo: Path) -> None:
+    build_index(widget_repo, progress=False)
+    index = Index.open(widget_repo)
+    paths = [r.path for r in index.search(REPORT, k=5)]
+    assert paths[0] in ("src/widget/core.py", "src/widget/layout.py")
+    # Neither the changelog nor the test outranks the code, although the report says
+    # "tests", "docs" and the project's own name.
+    assert "CHANGES.rst" not in paths[:2]
+    assert "tests/test_widget.py" not in paths[:2]
+    assert {"widget"} <= index.project_terms
+
+
+def test_one_letter_names_and_partial_classes(widget_repo: Path) -> None:
+    build_index(widget_repo, progress=False)
+    index = Index.open(widget_repo)
+    assert index.search("g")[0].path == "src/widget/globals.py"
+    assert index.search("SqlMapper")[0].path == "dapper/SqlMapper.cs"
+
+
+def test_test_files_are_decided_by_path_and_content() -> None:
+    assert content_flags("tests/test_widget.py", "import pytest\n") & FLAG_TEST
+    assert content_flags("tests/fixtures/data.py", "x = 1\n") & FLAG_TEST  # test directory
+    assert content_flags("src/widget_test.go", "func TestX(t *testing.T) {}\n") & FLAG_TEST
+    assert content_flags("lib/cart.test.js", "describe('cart', () => {})\n") & FLAG_TEST
+    # Named like a test, but the project's own code: not a test.
+    assert not content_flags("test_runner.sh", "run_all() {\n  sh x\n}\n") & FLAG_TEST
+    assert not content_flags("test_core.bash", "main() { echo hi; }\n") & FLAG_TEST
