@@ -7,8 +7,9 @@ indexes `indexer eval` builds and caches (indexer.evaluate.prepare_index); sympy
 tree of the dev set) is reported on its own as well. For every query, the top 10 results
 (`indexer search`, k=10, default cut) are sent four ways, counted with o200k_base:
 
-    files       the whole files the results come from (the baseline: what an agent reads
-                without the index, each file once)
+    session     the whole files the results come from, each read once per session (the
+                honest baseline; a session = one repository's queries in a row)
+    files       the same files read again for every query (the upper bound)
     chunks      each result's full chunk text with its header line
     compressed  `--compress`: signature, docstring, the lines that matter, elision markers
     budget N    `--budget N`: full text for the top ones, compressed or one-line references
@@ -17,6 +18,8 @@ next to the file recall of that answer (gold files among the files the answer na
 signals (fusion.json "graph") are evaluated as file Recall@10 / MRR of the ranking, each alone,
 against the graph-off default, on the same indexes in the same run. Graphs of cached indexes
 built before graph.json existed are computed here and cached beside them (never in a snapshot).
+It ends with the answer-line hit rate of `--compress` on the hand-labelled questions of
+benchmarks/bench_compress.py (before/after, same run); `--compress-lines-only` runs just that.
 Prints Markdown; raw numbers go to --out.
 """
 
@@ -35,11 +38,12 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 os.environ["INDEXER_SAVINGS"] = "0"  # the benchmark's searches are not an agent's savings
 
 from indexer.api import Index, parse_query  # noqa: E402
 from indexer.budget import count_tokens  # noqa: E402
-from indexer.compress import class_members, compress, full, query_terms  # noqa: E402
+from indexer.compress import class_members, compress, full  # noqa: E402
 from indexer.errors import IndexerError  # noqa: E402
 from indexer.evaluate import (  # noqa: E402
     CHUNK_DEPTH,
@@ -56,6 +60,7 @@ from indexer.graph import (  # noqa: E402
     GraphRanker,
     graph_for_index,
 )
+from indexer.line_scoring import query_weights  # noqa: E402
 
 BUDGETS = (500, 1500)
 GRAPH_OFF = {"expand": 0.0, "ppr": 0.0, "file_boost": 0.0, "seeds": 5}
@@ -115,13 +120,14 @@ def recall(files: list[str], gold: tuple[str, ...]) -> float:
 def token_row(index: Index, case: Case, file_tokens: FileTokens) -> dict[str, Any]:
     results = index.search(case.query, k=10, log=False)
     chunks = [index.show(r.id) for r in results]
-    terms = query_terms(case.query)
+    terms = query_weights(case.query, index.lexical)  # what `--compress` ships
     files = unique_in_order(c.path for c in chunks)
     compressed = [
         compress(c, terms, class_members(index, c) if c.kind == "class" else []) for c in chunks
     ]
     row: dict[str, Any] = {
         "results": len(results),
+        "file_tokens": {p: file_tokens(p) for p in files},
         "files_tokens": sum(file_tokens(p) for p in files),
         "chunks_tokens": count_tokens("\n".join(full(c) for c in chunks)),
         "compressed_tokens": count_tokens("\n".join(compressed)),
@@ -199,8 +205,13 @@ def summarize_tokens(rows: list[dict[str, Any]]) -> dict[str, float]:
 
     out = {"queries": len(rows)}
     for key, value in rows[0].items():
-        if not isinstance(value, str):
+        if isinstance(value, int | float):
             out[key] = mean(key)
+    per_tree: dict[str, dict[str, int]] = {}  # one session per repository: each file once
+    for r in rows:
+        per_tree.setdefault(r["tree"], {}).update(r["file_tokens"])
+    session = sum(sum(files.values()) for files in per_tree.values())
+    out["session_tokens"] = round(session / len(rows), 1)
     base = sum(r["files_tokens"] for r in rows)
     for form in ("chunks", "compressed", *(f"budget{b}" for b in BUDGETS)):
         out[f"{form}_saved_pct"] = round(
@@ -276,9 +287,12 @@ def token_table(label: str, s: dict[str, float]) -> list[str]:
     lines = [
         f"**{label}** ({int(s['queries'])} queries, {s['results']:.1f} results per answer)",
         "",
-        "| answer | tokens / query | vs whole files | file recall of the answer |",
+        "| answer | tokens / query | vs whole files every query | file recall of the answer |",
         "|---|---|---|---|",
-        f"| whole files of the results (baseline) | {s['files_tokens']:.0f} | - "
+        f"| whole files, once per session (honest baseline) | {s['session_tokens']:.0f} "
+        f"| -{round(100 * (1 - s['session_tokens'] / s['files_tokens']), 2)}% "
+        f"| {s['answer_recall']:.3f} |",
+        f"| whole files, every query (upper bound) | {s['files_tokens']:.0f} | - "
         f"| {s['answer_recall']:.3f} |",
         f"| result chunks, full text | {s['chunks_tokens']:.0f} | -{s['chunks_saved_pct']}% "
         f"| {s['answer_recall']:.3f} |",
@@ -307,6 +321,9 @@ def main() -> int:
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--limit", type=int, default=0, help="only the first N queries per set")
     parser.add_argument("--out", type=Path, default=ROOT / ".bench" / "agent_results.json")
+    parser.add_argument("--compress-work", type=Path, default=ROOT / ".bench" / "compress")
+    parser.add_argument("--compress-lines-only", action="store_true")
+    parser.add_argument("--sets", default="long,short", help="dev sets to run: long, short")
     args = parser.parse_args()
 
     def log(msg: str) -> None:
@@ -314,9 +331,13 @@ def main() -> int:
 
     results: dict[str, Any] = {}
     report: list[str] = []
-    for label, dataset, trees in (
+    datasets = (
         ("devset (long issue queries)", args.devset, args.trees),
         ("devset-short (short questions)", args.devset_short, args.trees_short),
+    )
+    wanted = set() if args.compress_lines_only else set(args.sets.split(","))
+    for label, dataset, trees in (
+        d for d, key in zip(datasets, ("long", "short"), strict=True) if key in wanted
     ):
         cases = load_dataset(dataset / "instances.jsonl", trees)
         if args.limit:
@@ -347,6 +368,11 @@ def main() -> int:
                 f"index, {args.jobs} processes): {json.dumps(extra['graph_build_s'])}",
                 "",
             ]
+    import bench_compress
+
+    lines_summary = bench_compress.run(args.compress_work.resolve(), log)
+    results["compress_lines"] = lines_summary
+    report += ["### Answer lines", "", *bench_compress.table(lines_summary), ""]
     print("\n".join(report))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=1))

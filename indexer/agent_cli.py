@@ -4,9 +4,7 @@ savings and agents (setup snippets). Kept apart from cli.py, which only register
 from __future__ import annotations
 
 import argparse
-import io
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -15,83 +13,14 @@ from .errors import IndexerError
 from .terminal import clean
 
 
-class _Tee(io.TextIOBase):
-    """Passes writes through to the real stdout and keeps a copy: the log records exactly
-    what was sent."""
-
-    def __init__(self, stream: Any) -> None:
-        self.stream = stream
-        self.parts: list[str] = []
-
-    def write(self, text: str) -> int:
-        self.parts.append(text)
-        return int(self.stream.write(text))
-
-    def flush(self) -> None:
-        self.stream.flush()
-
-    def isatty(self) -> bool:
-        return bool(self.stream.isatty())
-
-
-def add_search_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--compress",
-        action="store_true",
-        help="each result as signature, docstring and the lines that matter",
-    )
-    p.add_argument(
-        "--budget", type=int, default=None, metavar="N", help="pack the results into N tokens"
-    )
-    p.add_argument("--no-log", action="store_true", help="do not append to the savings log")
-
-
-def logged_search(args: argparse.Namespace) -> int:
-    """`indexer search`: plain output by cli.cmd_search, or compressed/budgeted output; the
-    text sent is appended to the savings log."""
-    from . import cli
-    from .api import Index
-
-    if args.budget is None and not args.compress:
-        tee = _Tee(sys.stdout)
-        real, sys.stdout = sys.stdout, tee
-        try:
-            code = cli.cmd_search(args)
-        finally:
-            sys.stdout = real
-        results = getattr(args, "results", None)
-        if results is not None and not args.no_log:
-            from .savings import record
-
-            record(args.opened_index, results, "".join(tee.parts), "cli")
-        return code
-    index = Index.open(args.repo, index_dir=args.index_dir)
-    if args.budget is not None:
-        packed = index.search_budget(args.query, args.budget, k=args.k, log=False)
-        items, text = packed.items, packed.text
-        out = json.dumps(packed.to_dict(), indent=2, ensure_ascii=False) if args.json else text
-    else:
-        results = index.search(args.query, k=args.k, compress=True, log=False)
-        items = [r.to_dict() for r in results]
-        text = "\n".join(r.text or "" for r in results)
-        out = json.dumps(items, indent=2, ensure_ascii=False) if args.json else text
-    if not args.json and not items:
-        out = "no credible results"
-    sys.stdout.write((out if args.json else clean(out, multiline=True)) + "\n")
-    if not args.no_log:
-        from .savings import record
-
-        record(index, items, out + "\n", "cli")
-    return 0
-
-
 def cmd_related(args: argparse.Namespace) -> int:
     from .api import Index
     from .notebook import location
 
     direction = "callers" if args.callers else "callees" if args.callees else "both"
     index = Index.open(args.repo, index_dir=args.index_dir)
-    found = index.related(args.target, direction=direction, depth=args.depth, limit=args.limit)
+    related = index.related(args.target, direction=direction, depth=args.depth, limit=args.limit)
+    found = [entry.to_dict() for entry in related]
     if args.json:
         sys.stdout.write(json.dumps(found, indent=2, ensure_ascii=False) + "\n")
         return 0
@@ -143,30 +72,53 @@ def cmd_savings(args: argparse.Namespace) -> int:
     if args.json:
         sys.stdout.write(json.dumps(result, indent=2) + "\n")
         return 0
-    usd = result["usd"]
-    p = result["prices_usd_per_million"]
-    print(f"queries         {result['queries']}  {result['by_source']}")
-    print(f"tokens sent     {result['tokens_sent']:,}  (o200k_base)")
-    print(f"baseline        {result['tokens_baseline']:,}  ({result['baseline']})")
-    print(f"tokens saved    {result['tokens_saved']:,}  ({result['saved_percent']}%)")
-    print(
-        f"money saved     ${usd['saved_as_input']:.4f} as input (${p['input']}/M), "
-        f"${usd['saved_as_cached_input']:.4f} as cached input (${p['cached_input']}/M); "
-        f"output (${p['output']}/M) unchanged"
-    )
-    state = "on" if result["enabled"] else "off"
-    print(f"log             {clean(result['log'])} ({state})")
-    if result["unavailable_files"]:
-        missing = result["unavailable_files"]
-        print(f"note            {missing} file(s) no longer in git: not counted")
+    print(savings_table(result))
     return 0
+
+
+def savings_table(r: dict[str, Any]) -> str:
+    """`indexer savings` for people: both baselines side by side, each labelled."""
+    from .output import table
+
+    p, usd = r["prices_usd_per_million"], r["usd"]
+    sources = ", ".join(f"{k} {v}" for k, v in sorted(r["by_source"].items())) or "none"
+    rows = [
+        ("sent (what the searches returned)", f"{r['tokens_sent']:,}", "", "", ""),
+        (
+            "baseline: files once per session (honest)",
+            f"{r['tokens_baseline_session']:,}",
+            f"{r['tokens_saved_session']:,}",
+            f"{r['saved_percent_session']}%",
+            f"${usd['saved_session_as_input']:.4f}",
+        ),
+        (
+            "baseline: files every query (upper bound)",
+            f"{r['tokens_baseline']:,}",
+            f"{r['tokens_saved']:,}",
+            f"{r['saved_percent']}%",
+            f"${usd['saved_as_input']:.4f}",
+        ),
+    ]
+    lines = [
+        f"{r['queries']} searches ({sources}) in {r['sessions']} session(s); "
+        "tokens counted with o200k_base",
+        "",
+        table(rows, ("", "tokens", "saved", "saved %", f"saved at ${p['input']}/M input")),
+        "",
+        f"Cached input (${p['cached_input']}/M) would save "
+        f"${usd['saved_as_cached_input']:.4f} on the upper bound; output tokens "
+        f"(${p['output']}/M) do not change.",
+        f"log: {clean(r['log'])} ({'on' if r['enabled'] else 'off'})",
+    ]
+    if r["unavailable_files"]:
+        lines.append(f"note: {r['unavailable_files']} file(s) no longer in git: not counted")
+    return "\n".join(lines)
 
 
 def cmd_agents(args: argparse.Namespace) -> int:
     from .agents import setup_snippets
 
-    repo = str(Path(args.repo or os.getcwd()).resolve())
-    snippets = setup_snippets(repo)
+    snippets = setup_snippets()
     if args.json:
         sys.stdout.write(json.dumps(snippets, indent=2) + "\n")
         return 0

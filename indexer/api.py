@@ -6,6 +6,7 @@ import json
 import os
 import re
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -15,7 +16,7 @@ import numpy as np
 
 from .chunks import Chunk
 from .dense import DenseIndex
-from .errors import IndexerError, NotARepositoryError
+from .errors import IndexerError, NotARepositoryError, check_types
 from .fusion import FusionConfig, confidence, recency_score, rrf
 from .integrity import (
     CHUNK_SUMS,
@@ -33,8 +34,11 @@ from .tokens import path_terms
 from .vectors import StaticVectors
 
 if TYPE_CHECKING:
+    from .answers import Verdict
     from .budget import Packed
+    from .filters import SearchFilter
     from .graph import CodeGraph
+    from .related_types import Related
 
 __all__ = ["Index", "Query", "SearchResult", "build_index", "parse_query"]
 
@@ -88,6 +92,7 @@ class Index:
         corrupt_as_error(check_on_load)(snapshot, self.manifest)
         self.fusion = fusion or FusionConfig.load()
         self._vectors = vectors
+        self.session: str | None = None  # savings-log session of this object's searches
 
     # -- opening ---------------------------------------------------------------------------------
     @classmethod
@@ -97,6 +102,9 @@ class Index:
         index_dir: str | os.PathLike[str] | None = None,
         fusion: FusionConfig | None = None,
     ) -> Index:
+        for name, value in (("repo", repo), ("index_dir", index_dir)):
+            if value is not None and not isinstance(value, str | os.PathLike):
+                raise IndexerError(f"{name} must be a path, not {type(value).__name__}")
         if index_dir is None:
             index_dir = default_index_dir(_git_dir(repo))
         return cls(current_snapshot(Path(index_dir)), fusion)
@@ -238,11 +246,14 @@ class Index:
     @corrupt_as_error
     def related(
         self, key: str, direction: str = "both", depth: int = 1, limit: int = 50
-    ) -> list[dict[str, Any]]:
+    ) -> list[Related]:
         """Callers and/or callees of a symbol name, qualname, `path::qualname` or chunk id."""
         from .graph import related
+        from .related_types import Related
 
-        return related(self, key, direction, depth, limit)
+        check_types(key=(key, str), direction=(direction, str), depth=(depth, int))
+        check_types(limit=(limit, int))
+        return [Related.from_record(e) for e in related(self, key, direction, depth, limit)]
 
     # -- search ----------------------------------------------------------------------------------
     @corrupt_as_error
@@ -254,42 +265,108 @@ class Index:
         with_text: bool = False,
         cut: bool = True,
         compress: bool = False,
-        log: bool = True,
+        log: bool = False,
+        paths: str | list[str] | None = None,
+        languages: str | list[str] | None = None,
+        kinds: str | list[str] | None = None,
     ) -> list[SearchResult]:
         """Ranked results; `compress` puts each chunk's compressed form (indexer/compress.py)
-        in `text`; `log` appends the search to the savings log (indexer/savings.py)."""
+        in `text`; `paths` (globs, `!glob` excludes), `languages` and `kinds` filter
+        (indexer/filters.py); `log=True` appends the search to the savings log."""
+        from .filters import SearchFilter
+
         if not isinstance(query, str) or not query.strip():
-            raise IndexerError("the query is empty")
+            raise IndexerError(
+                "the query is empty"
+                if isinstance(query, str)
+                else f"the query must be a string, not {type(query).__name__}"
+            )
+        check_types(k=(k, int), with_text=(with_text, bool), cut=(cut, bool))
+        check_types(compress=(compress, bool), log=(log, bool))
         if k < 1:
             raise IndexerError("k must be at least 1")
+        where = SearchFilter.of(paths, languages, kinds)
         if len(self) == 0:
             return []
-        ranked = self.rank(parse_query(query), k, cut=cut)
-        results = [self._result(row, scores, with_text or compress) for row, scores in ranked]
+        results = self._search(query, k, with_text or compress, cut, where)
         if compress:
             from .compress import compress_results
 
             compress_results(self, query, results)
         if log:
-            from .savings import record
-
-            record(self, results, json.dumps([r.to_dict() for r in results]), "api")
+            self._log(results, json.dumps([r.to_dict() for r in results]))
         return results
 
+    def _search(
+        self, query: str, k: int, with_text: bool, cut: bool, where: SearchFilter
+    ) -> list[SearchResult]:
+        from .answers import MISSING_SYMBOL_FACTOR, fold_split_tails, missing_symbols
+
+        allowed = self._allowed(where) if where else None
+        ranked = self.rank(parse_query(query), k, cut=cut, allowed=allowed)
+        scores = dict(ranked)
+        factor = MISSING_SYMBOL_FACTOR if missing_symbols(self.lexical, query) else 1.0
+
+        def make(row: int, from_row: int) -> SearchResult:
+            s = dict(scores[from_row])
+            s["confidence"] *= factor
+            return self._result(row, s, with_text)
+
+        return [r for _, r in fold_split_tails(self, [row for row, _ in ranked], make)]
+
+    def _allowed(self, where: SearchFilter) -> np.ndarray:
+        return where.allowed_rows(self.files, self._chunk_file, self._columns["kinds"])
+
+    def verdict(self, query: str, results: Sequence[Any]) -> Verdict:
+        """Whether `results` answer `query` credibly, with a one-line message when they do not
+        (indexer/answers.py): what the CLI's exit status and MCP's first line say."""
+        from .answers import judge, missing_symbols
+
+        return judge(query, results, missing_symbols(self.lexical, query))
+
+    def lines(self, path: str, start_line: int, end_line: int | None = None) -> list[str]:
+        """Exact lines `start_line..end_line` (1-based, inclusive) of an indexed file at the
+        indexed commit, read from git (not the working tree)."""
+        from .excerpt import file_lines
+
+        return file_lines(self, path, start_line, end_line)
+
     @corrupt_as_error
-    def search_budget(self, query: str, budget: int, k: int = 10, *, log: bool = True) -> Packed:
-        """The best results packed into at most `budget` o200k tokens (indexer/budget.py)."""
+    def search_budget(
+        self,
+        query: str,
+        budget: int,
+        k: int = 10,
+        *,
+        log: bool = False,
+        paths: str | list[str] | None = None,
+        languages: str | list[str] | None = None,
+        kinds: str | list[str] | None = None,
+    ) -> Packed:
+        """The best results packed into at most `budget` o200k tokens (indexer/budget.py),
+        filtered as `search` filters."""
         from .budget import budget_search
 
-        packed = budget_search(self, query, budget, k)
+        check_types(k=(k, int), log=(log, bool))
+        filters = {"paths": paths, "languages": languages, "kinds": kinds}
+        packed = budget_search(self, query, budget, k, **filters)
         if log:
-            from .savings import record
-
-            record(self, packed.items, packed.text, "api")
+            self._log(packed.items, packed.text)
         return packed
 
+    def _log(self, results: Sequence[Any], sent: str) -> None:
+        from .savings import new_session, record
+
+        self.session = self.session or new_session()
+        record(self, results, sent, "api", self.session)
+
     def rank(
-        self, q: Query, k: int, cut: bool = True, retrievers: tuple[str, ...] = ("bm25", "dense")
+        self,
+        q: Query,
+        k: int,
+        cut: bool = True,
+        retrievers: tuple[str, ...] = ("bm25", "dense"),
+        allowed: np.ndarray | None = None,
     ) -> list[tuple[int, dict[str, float]]]:
         cfg = self.fusion
         if len(self) == 0:
@@ -299,7 +376,7 @@ class Index:
 
         boosts = q.term_weights(float(cfg["query"]["salient"]), float(cfg["query"]["prose"]))
         bm25, coverage = self.lexical.score(q.lexical, boosts)
-        hits = np.nonzero(bm25 > 0)[0]
+        hits = np.nonzero(bm25 > 0 if allowed is None else (bm25 > 0) & allowed)[0]
         top_bm25 = hits[np.argsort(-bm25[hits], kind="stable")][:n_cand]
 
         dense_terms = q.dense
@@ -314,6 +391,11 @@ class Index:
             valid = fids >= 0
             top_dense = self._rows_of_fids(fids[valid])
             dense_sims = sims[valid]
+            if allowed is not None:  # filters: only the allowed part of the dense top-N
+                top_dense, dense_sims = (
+                    top_dense[allowed[top_dense]],
+                    dense_sims[allowed[top_dense]],
+                )
 
         # Names BM25 cannot see (`g`, one letter) and exact definitions of a symbol query.
         exact = self.defining_rows(q.identifiers)[:n_cand] if q.symbol_like else top_bm25[:0]
@@ -349,6 +431,11 @@ class Index:
             from .graph import graph_rerank  # only when enabled: searches never load the graph
 
             rows, scores, similarity = graph_rerank(self, rows, scores, similarity, graph_cfg)
+        if allowed is not None:  # filters hold for every candidate source (exact names, graph)
+            keep = allowed[rows]
+            rows, scores, similarity = rows[keep], scores[keep], similarity[keep]
+            if not len(rows):
+                return []
 
         keyword = coverage[rows]
         recency = recency_score(
@@ -455,6 +542,9 @@ class Index:
     # -- status ----------------------------------------------------------------------------------
     @corrupt_as_error
     def status(self) -> dict[str, Any]:
+        """What is indexed and where, and how fresh it is: the keys of `indexer status --json`."""
+        from .freshness import index_freshness
+
         m = self.manifest
         return {
             "commit": m["commit"],
@@ -468,7 +558,26 @@ class Index:
             "warnings": m.get("warnings", []),
             "artifact_bytes": sum(f["bytes"] for f in m["files"].values()),
             "files": {name: info["bytes"] for name, info in m["files"].items()},
+            "freshness": index_freshness(
+                self.snapshot.parent.parent, m.get("repo_root"), m["commit"]
+            ),
         }
+
+    # -- lifetime ----------------------------------------------------------------------------------
+    def close(self) -> None:
+        """Release the memory maps and loaded arrays (the index can be reopened)."""
+        stores = self.__dict__.pop("_stores", None)
+        for store in stores or ():
+            if hasattr(store, "close"):
+                store.close()
+        for name in ("lexical", "dense", "graph", "_fids", "_fid_lookup", "_offsets"):
+            self.__dict__.pop(name, None)
+
+    def __enter__(self) -> Index:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 def _map_file(path: Path) -> Any:

@@ -121,18 +121,20 @@ def pack(
     return Packed(text, tokens, budget, items, len(entries) - len(items))
 
 
-def budget_search(index: Any, query: str, budget: int, k: int = 10) -> Packed:
-    """Search, then pack the results (full for the top ones, compressed, or references)."""
-    from .compress import class_members, compress, full, query_terms, reference
+def budget_search(index: Any, query: str, budget: int, k: int = 10, **filters: Any) -> Packed:
+    """Search, then pack the results (full for the top ones, compressed, or references), each
+    with its confidence on its first line."""
+    from .answers import with_confidence
+    from .compress import class_members, compress, full, reference
+    from .line_scoring import query_weights
 
     check_budget(budget)
-    results = index.search(query, k=k, log=False)
-    terms = query_terms(query)
+    results = index.search(query, k=k, log=False, **filters)
+    terms = query_weights(query, index.lexical)
     entries = []
     for r in results:
         chunk = index.show(r.id)
         members = class_members(index, chunk) if chunk.kind == "class" else []
-        entries.append(
-            (r.to_dict(), full(chunk), compress(chunk, terms, members), reference(chunk))
-        )
+        forms = (full(chunk), compress(chunk, terms, members), reference(chunk))
+        entries.append((r.to_dict(), *(with_confidence(f, r.confidence) for f in forms)))
     return pack(entries, budget)

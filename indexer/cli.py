@@ -3,34 +3,15 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
-from . import __version__, agent_cli
+from . import __version__, agent_cli, search_cli, share_cli
 from .errors import IndexerError
+from .output import emit_json as _emit_json
 from .terminal import clean
-
-
-def _color_enabled(stream: Any) -> bool:
-    return (
-        bool(stream.isatty()) and "NO_COLOR" not in os.environ and os.environ.get("TERM") != "dumb"
-    )
-
-
-class Style:
-    def __init__(self, enabled: bool) -> None:
-        self.enabled = enabled
-
-    def __call__(self, text: str, code: str) -> str:
-        return f"\033[{code}m{text}\033[0m" if self.enabled else text
-
-
-def _emit_json(data: Any) -> None:
-    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
 
 
 def cmd_build(args: argparse.Namespace) -> int:
@@ -60,58 +41,6 @@ def cmd_build(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_search(args: argparse.Namespace) -> int:
-    from .api import Index
-    from .notebook import location
-
-    index = Index.open(args.repo, index_dir=args.index_dir)
-    results = index.search(args.query, k=args.k, with_text=args.text, log=False)
-    args.results, args.opened_index = results, index  # agent_cli.logged_search logs them
-    if args.json:
-        _emit_json([r.to_dict() for r in results])
-        return 0
-    style = Style(_color_enabled(sys.stdout))
-    if not results:
-        print("no credible results")
-        return 0
-    for r in results:
-        name = clean(r.qualname or r.symbol)
-        where = clean(location(r.path, r.cell, r.start_line, r.end_line))
-        print(
-            f"{style(where, '36')}  {style(name, '1')} {style(clean(f'[{r.kind}]'), '2')}  "
-            f"conf {r.confidence:.2f}  {style(clean(r.id), '2')}"
-        )
-        if r.signature:
-            print(f"    {clean(r.signature)}")
-        if r.text:
-            for line in r.text.splitlines():
-                print(f"    {clean(line)}")
-    return 0
-
-
-def cmd_show(args: argparse.Namespace) -> int:
-    from .api import Index
-    from .notebook import location
-
-    index = Index.open(args.repo, index_dir=args.index_dir)
-    chunk = index.show(args.id)
-    if args.json:
-        _emit_json(chunk.to_dict())
-    else:
-        style = Style(_color_enabled(sys.stdout))
-        print(
-            style(
-                clean(
-                    f"{location(chunk.path, chunk.cell, chunk.start_line, chunk.end_line)}  "
-                    f"{chunk.qualname} [{chunk.kind}]"
-                ),
-                "36",
-            )
-        )
-        print(clean(chunk.text, multiline=True))
-    return 0
-
-
 def _index_dir(args: argparse.Namespace) -> Path:
     from .api import _git_dir
     from .store import default_index_dir
@@ -122,7 +51,7 @@ def _index_dir(args: argparse.Namespace) -> Path:
 def cmd_status(args: argparse.Namespace) -> int:
     from .api import Index
     from .errors import NoIndexError
-    from .freshness import freshness, last_failure
+    from .freshness import last_failure
 
     index_dir = _index_dir(args)
     try:
@@ -132,8 +61,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         if failure:
             raise NoIndexError(f"{exc} (last update failed: {failure['error']})") from None
         raise
-    status = index.status()
-    status["freshness"] = freshness(args.repo or ".", index_dir, status["commit"])
+    status = index.status()  # the same keys as the API's Index.status()
     if args.json:
         _emit_json(status)
         return 0
@@ -204,52 +132,6 @@ def cmd_hooks(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_publish(args: argparse.Namespace) -> int:
-    from .share import publish
-
-    result = publish(args.repo, args.index_dir, args.ref)
-    if args.json:
-        _emit_json(result)
-    else:
-        print(
-            clean(
-                f"published index of {result['indexed_commit'][:12]} as {result['ref']} "
-                f"({result['commit'][:12]}); share it with `git push origin {result['ref']}`"
-            )
-        )
-    return 0
-
-
-def cmd_pull(args: argparse.Namespace) -> int:
-    from .share import pull
-
-    result = pull(args.repo, args.index_dir, args.ref)
-    if args.json:
-        _emit_json(result)
-    else:
-        extra = " and updated it to HEAD" if result["updated"] else ""
-        print(
-            clean(f"adopted the index of {result['indexed_commit'][:12]} from {result['ref']}")
-            + extra
-        )
-    return 0
-
-
-def cmd_ci(args: argparse.Namespace) -> int:
-    from .share import ci
-
-    result = ci(args.repo, args.index_dir, args.ref)
-    if args.json:
-        _emit_json(result)
-    else:
-        b, p = result["build"], result["publish"]
-        print(
-            f"{b['mode']} build of {b['commit'][:12]} ({b['chunks']} chunks, "
-            f"{b['seconds']:.1f}s); published as {p['ref']}"
-        )
-    return 0
-
-
 def cmd_verify(args: argparse.Namespace) -> int:
     from .provenance import verify_index
 
@@ -315,20 +197,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--jobs", type=int, default=None, help="parallel chunking processes")
     p.set_defaults(func=cmd_build)
 
-    p = sub.add_parser("search", parents=[common], help="hybrid search over the index")
-    p.add_argument("query")
-    p.add_argument("-k", type=int, default=10, help="number of results (default 10)")
-    p.add_argument("--text", action="store_true", help="include each chunk's text")
-    agent_cli.add_search_options(p)  # --compress, --budget N, --no-log
-    p.set_defaults(func=agent_cli.logged_search)
-
-    p = sub.add_parser("show", parents=[common], help="print one chunk by id")
-    p.add_argument(
-        "id",
-        help="chunk id, or path:start-end as compressed results print it "
-        "(notebook.ipynb#cell=N or notebook.ipynb#cell=N:start-end for a notebook cell)",
-    )
-    p.set_defaults(func=cmd_show)
+    search_cli.add_commands(sub, common)  # search, show
 
     p = sub.add_parser("status", parents=[common], help="what is indexed and where")
     p.set_defaults(func=cmd_status)
@@ -354,23 +223,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("action", choices=["install", "uninstall"])
     p.set_defaults(func=cmd_hooks)
 
-    p = sub.add_parser(
-        "publish",
-        parents=[common],
-        help="commit the index to a dedicated ref (refs/indexer/<branch>)",
-    )
-    p.add_argument("--ref", default=None, help="ref name (default: refs/indexer/<branch>)")
-    p.set_defaults(func=cmd_publish)
-
-    p = sub.add_parser(
-        "pull", parents=[common], help="adopt a published index for HEAD or an ancestor of it"
-    )
-    p.add_argument("--ref", default=None, help="ref name (default: refs/indexer/<branch>)")
-    p.set_defaults(func=cmd_pull)
-
-    p = sub.add_parser("ci", parents=[common], help="build (incrementally) and publish, for CI")
-    p.add_argument("--ref", default=None, help="ref name (default: refs/indexer/<branch>)")
-    p.set_defaults(func=cmd_ci)
+    share_cli.add_commands(sub, common)  # publish, pull, ci
 
     p = sub.add_parser(
         "verify", parents=[common], help="check every artifact checksum and chunk against git"

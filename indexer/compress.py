@@ -9,17 +9,18 @@ the block's first line is `## path:start-end`, so `indexer show path:start-end` 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from .chunks import Chunk
+from .chunker import Chunk
+from .line_scoring import MAX_ANSWER_LINES, answer_lines, query_weights
 from .notebook import location as notebook_location
 from .notebook import split_location
 from .tokens import split_identifier
 
-MAX_KEPT_LINES = 1  # body lines kept besides signature and docstring
+MAX_KEPT_LINES = 1  # body lines kept by the unweighted scoring (see compress)
 MAX_MEMBERS = 4  # member signatures kept for a class
 MAX_MEMBER_CHARS = 60
 MAX_LINE_CHARS = 100
@@ -54,23 +55,30 @@ def header(chunk: Chunk, named_below: bool = False) -> str:
 _LOCATION = re.compile(r"(.+):(\d+)(?:-(\d+))?")
 
 
+def parse_location(ref: str) -> tuple[str, int, int | None]:
+    """(path, start, end or None) of `path:start-end` / `path:start`; IndexerError otherwise."""
+    from .errors import IndexerError
+
+    match = _LOCATION.fullmatch(ref.strip())
+    if match is None:
+        raise IndexerError(f"not a chunk id or path:start-end location: {ref!r}")
+    end = int(match.group(3)) if match.group(3) else None
+    return match.group(1), int(match.group(2)), end
+
+
 def row_at_location(index: Any, ref: str) -> int:
     """The row of the chunk at `path:start-end` (or `path:start`): the chunk starting there,
     else the smallest chunk containing that line. In a notebook, `path#cell=N:start-end` counts
     lines within cell N, and `path#cell=N` is the cell's first chunk."""
     from .errors import IndexerError
 
-    cell: int | None = None
     in_cell = split_location(ref)
-    match = _LOCATION.fullmatch(ref.strip())
+    cell: int | None = None
     if in_cell is not None:
         path, cell, first, end = in_cell
         start = first if first is not None else 1
-    elif match is not None:
-        path, start = match.group(1), int(match.group(2))
-        end = int(match.group(3)) if match.group(3) else None
     else:
-        raise IndexerError(f"not a chunk id or path:start-end location: {ref!r}")
+        path, start, end = parse_location(ref)
     whole_cell = in_cell is not None and in_cell[2] is None
     file_index = next((i for i, f in enumerate(index.files) if f["path"] == path), None)
     if file_index is None:
@@ -98,7 +106,8 @@ def full(chunk: Chunk) -> str:
 
 
 def query_terms(query: str) -> set[str]:
-    """Lowercased identifier parts of a query, for picking the lines that matter."""
+    """Lowercased identifier parts of a query: the unweighted scoring of `compress` (before
+    indexer/line_scoring.py; kept for benchmarks)."""
     terms: set[str] = set()
     for word in _WORD.findall(query):
         if len(word) > 2:
@@ -146,11 +155,13 @@ def _header_lines(chunk: Chunk, lines: list[str]) -> tuple[int, int]:
 
 def compress(
     chunk: Chunk,
-    terms: set[str] | None = None,
+    terms: Mapping[str, float] | set[str] | None = None,
     members: Sequence[str] = (),
-    max_kept: int = MAX_KEPT_LINES,
+    max_kept: int | None = None,
 ) -> str:
-    """The compressed block of one chunk (first line: `## path:start-end name`)."""
+    """The compressed block of one chunk (first line: `## path:start-end name`). `terms` are
+    weighted query terms (indexer/line_scoring.py); a plain set scores lines by counting them
+    and keeps MAX_KEPT_LINES (the scoring before weights, kept for benchmarks)."""
     lines = chunk.text.splitlines()
     if not lines:
         return header(chunk)
@@ -184,7 +195,12 @@ def compress(
         if len(members) > len(kept_members):
             out.append((-1, f"{indent}...+{len(members) - len(kept_members)} members"))
     else:
-        for i in _important_lines(lines, body_from, terms, max_kept):
+        if isinstance(terms, set):
+            kept = _important_lines(lines, body_from, terms, max_kept or MAX_KEPT_LINES)
+        else:
+            limit = max_kept or MAX_ANSWER_LINES
+            kept = answer_lines(lines, body_from, terms, chunk.symbol, max_lines=limit)
+        for i in kept:
             out.append((i, _clip(lines[i])))
     named_below = (
         chunk.kind in ("function", "class")
@@ -230,13 +246,14 @@ def _doc_comment(language: str, text: str) -> str:
     return f"// {text}"
 
 
-def _pick(candidates: Sequence[str], terms: set[str], limit: int) -> list[str]:
+def _pick(candidates: Sequence[str], terms: Iterable[str], limit: int) -> list[str]:
     """Up to `limit` items, those sharing terms with the query first, original order kept."""
     if len(candidates) <= limit:
         return list(candidates)
+    wanted = set(terms) | {t for w in terms for t in split_identifier(w)}
     scored = sorted(
         range(len(candidates)),
-        key=lambda i: (-len(_line_terms(candidates[i]) & terms), i),
+        key=lambda i: (-len(_line_terms(candidates[i]) & wanted), i),
     )
     keep = sorted(scored[:limit])
     return [candidates[i] for i in keep]
@@ -305,9 +322,12 @@ def class_members(index: Any, chunk: Chunk) -> list[str]:
 
 
 def compress_results(index: Any, query: str, results: Sequence[Any]) -> None:
-    """Replace each result's text with its compressed block (in place)."""
-    terms = query_terms(query)
+    """Replace each result's text with its compressed block, its confidence on the header
+    line (in place)."""
+    from .answers import with_confidence
+
+    terms = query_weights(query, index.lexical)
     for r in results:
         chunk = index.show(r.id)
         members = class_members(index, chunk) if chunk.kind == "class" else []
-        r.text = compress(chunk, terms, members)
+        r.text = with_confidence(compress(chunk, terms, members), r.confidence)

@@ -19,3 +19,10 @@ class NoIndexError(IndexerError):
 
 class CorruptIndexError(IndexerError):
     pass
+
+
+def check_types(**values: tuple[object, type]) -> None:
+    """IndexerError (not a raw TypeError) for an argument of the wrong type: name=(value, type)."""
+    for name, (value, kind) in values.items():
+        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+            raise IndexerError(f"{name} must be {kind.__name__}, not {type(value).__name__}")

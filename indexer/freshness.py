@@ -164,9 +164,24 @@ def freshness(repo_path: str, index_dir: Path, indexed_commit: str | None) -> di
         except (pygit2.GitError, KeyError, ValueError):
             ahead, behind = 0, 0
         if behind == 0 and ahead > 0:
-            info["state"], info["behind"] = f"behind by {ahead} commits", ahead
+            plural = "commit" if ahead == 1 else "commits"
+            info["state"], info["behind"] = f"behind by {ahead} {plural}", ahead
         else:
             info["state"], info["behind"] = "diverged (another branch)", ahead
     if info["updating"]:
         info["state"] += ", updating"
     return info
+
+
+def index_freshness(index_dir: Path, repo_root: str | None, commit: str) -> dict[str, Any]:
+    """`freshness` of an index, or state `unknown` when its repository is gone or moved."""
+    try:
+        return freshness(repo_root or ".", index_dir, commit)
+    except IndexerError:
+        return {
+            "head": None,
+            "state": "unknown",
+            "behind": None,
+            "updating": False,
+            "last_failure": last_failure(index_dir),
+        }

@@ -7,10 +7,14 @@ hashes, never code. Tokens are counted off the search path (see `record`); `inde
 counts the baseline (whole files, read from git) and caches those counts. Lines written by
 version 1 (which held the text itself) are counted and rewritten without it on the next report.
 
-Baseline, stated in every report: an agent without the index reads each file a result came
-from, whole, once per query (a notebook: its cells' sources, not its JSON and outputs). Saved =
-baseline tokens - sent tokens, priced as input tokens (and as cached input tokens); output tokens
-are what the model writes and do not change.
+Two baselines, both in every report and labelled: the honest one, an agent without the index
+reads each distinct file a result came from once per session (a file is its path and its
+token count, so a changed file counts again; a notebook counts its cells' sources, not its JSON
+and outputs); and the upper bound, each such file read again
+for every query. Saved = baseline tokens - sent tokens, priced as input tokens (and as cached
+input tokens); output tokens are what the model writes and do not change. A session is one
+MCP server process, one `Index` object, or INDEXER_SESSION when set; CLI searches without it
+form a session while they come less than SESSION_GAP_S apart.
 
 Off with INDEXER_SAVINGS=0, `indexer savings --off` (a marker file in the index dir) or
 `log=False` / `--no-log` per search. A log that cannot be written never fails a search.
@@ -29,6 +33,7 @@ import queue
 import tempfile
 import threading
 import time
+import uuid
 import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -42,9 +47,14 @@ LOG_NAME = "savings.jsonl"
 CACHE_NAME = "savings_counts.json"
 OFF_MARKER = "savings.off"
 BASELINE = (
-    "whole files: every file a returned result came from, read in full once per query "
-    "(what an agent without the index would send)"
+    "whole files, every query (upper bound): every file a returned result came from, read in "
+    "full again for each query"
 )
+SESSION_BASELINE = (
+    "whole files, once per session (honest): each distinct file a returned result came from, "
+    "read in full once per session (what an agent without the index would send)"
+)
+SESSION_GAP_S = 30 * 60
 # USD per million tokens; defaults are Claude Sonnet 4 list prices (input, cache read, output).
 DEFAULT_PRICES = {"input": 3.0, "cached_input": 0.30, "output": 15.0}
 
@@ -67,8 +77,16 @@ def set_enabled(index_dir: Path, on: bool) -> None:
         marker.write_text("savings log disabled by `indexer savings --off`\n", encoding="utf-8")
 
 
-def record(index: Any, results: Iterable[Any], sent: str, source: str) -> bool:
+def new_session() -> str:
+    """A session id: INDEXER_SESSION when set (an agent harness can pass its own), else new."""
+    return os.environ.get("INDEXER_SESSION") or uuid.uuid4().hex[:16]
+
+
+def record(
+    index: Any, results: Iterable[Any], sent: str, source: str, session: str | None = None
+) -> bool:
     """Append one search to the log; False when disabled or unwritable (never raises).
+    `session`: the caller's session id; None groups by INDEXER_SESSION or by time.
 
     The line holds counts and hashes only, never the text sent: its o200k token count, its
     sha256, and (path hash, blob id) per file. Counting needs the tokenizer (~0.4 s to load):
@@ -88,6 +106,7 @@ def record(index: Any, results: Iterable[Any], sent: str, source: str) -> bool:
             "v": 2,
             "ts": round(time.time(), 3),
             "source": source,
+            "session": session or os.environ.get("INDEXER_SESSION"),
             "repo": index.manifest.get("repo_root", ""),
             "commit": index.manifest.get("commit", ""),
             "results": len(files),
@@ -196,10 +215,16 @@ class SavingsReport:
     unavailable_files: int
     log: str
     enabled: bool
+    session_baseline_tokens: int = 0  # the honest baseline (SESSION_BASELINE)
+    sessions: int = 0
 
     @property
     def saved_tokens(self) -> int:
         return self.baseline_tokens - self.sent_tokens
+
+    @property
+    def saved_tokens_session(self) -> int:
+        return self.session_baseline_tokens - self.sent_tokens
 
     def to_dict(self) -> dict[str, Any]:
         saved = self.saved_tokens
@@ -210,10 +235,15 @@ class SavingsReport:
             "tokens_sent": self.sent_tokens,
             "tokens_baseline": self.baseline_tokens,
             "tokens_saved": saved,
-            "saved_percent": round(100.0 * saved / self.baseline_tokens, 2)
-            if self.baseline_tokens
-            else 0.0,
+            "saved_percent": _percent(saved, self.baseline_tokens),
             "baseline": BASELINE,
+            "sessions": self.sessions,
+            "tokens_baseline_session": self.session_baseline_tokens,
+            "tokens_saved_session": self.saved_tokens_session,
+            "saved_percent_session": _percent(
+                self.saved_tokens_session, self.session_baseline_tokens
+            ),
+            "baseline_session": SESSION_BASELINE,
             "tokenizer": "o200k_base (bpe-openai)",
             "prices_usd_per_million": self.prices,
             "usd": {
@@ -221,12 +251,43 @@ class SavingsReport:
                 "baseline_as_input": round(self.baseline_tokens * self.prices["input"] * per_m, 4),
                 "saved_as_input": round(saved * self.prices["input"] * per_m, 4),
                 "saved_as_cached_input": round(saved * self.prices["cached_input"] * per_m, 4),
+                "saved_session_as_input": round(
+                    self.saved_tokens_session * self.prices["input"] * per_m, 4
+                ),
                 "saved_on_output": 0.0,
             },
             "unavailable_files": self.unavailable_files,
             "log": self.log,
             "enabled": self.enabled,
         }
+
+
+def _percent(part: int, whole: int) -> float:
+    return round(100.0 * part / whole, 2) if whole else 0.0
+
+
+def session_baseline(
+    searches: Iterable[tuple[str, float, list[tuple[str, int]]]],
+) -> tuple[int, int]:
+    """(tokens, sessions) of the honest baseline. `searches` are (session, time, files) in log
+    order, each file an identity (path or path hash) and its token count; an empty session
+    groups a source's searches that come less than SESSION_GAP_S apart."""
+    seen: dict[str, set[tuple[str, int]]] = {}
+    last_at: dict[str, tuple[str, float]] = {}  # source -> (its current session, last time)
+    tokens = 0
+    for session, ts, files in searches:
+        if session.startswith("~"):  # no session id: "~source"
+            current, last = last_at.get(session, ("", float("-inf")))
+            if ts - last >= SESSION_GAP_S:
+                current = f"{session}#{ts}"
+            last_at[session] = (current, ts)
+            session = current
+        files_seen = seen.setdefault(session, set())
+        for identity in files:
+            if identity not in files_seen:
+                files_seen.add(identity)
+                tokens += identity[1]
+    return tokens, len(seen)
 
 
 def report(index_dir: Path, prices: dict[str, float] | None = None) -> SavingsReport:
@@ -252,6 +313,7 @@ def report(index_dir: Path, prices: dict[str, float] | None = None) -> SavingsRe
     except (OSError, ValueError):
         pass
     queries = sent = baseline = unavailable = 0
+    searches: list[tuple[str, float, list[tuple[str, int]]]] = []
     by_source: dict[str, int] = {}
     repos: dict[str, Any] = {}
     flush()
@@ -264,7 +326,8 @@ def report(index_dir: Path, prices: dict[str, float] | None = None) -> SavingsRe
         queries += 1
         by_source[entry.get("source", "?")] = by_source.get(entry.get("source", "?"), 0) + 1
         sent += int(entry.get("sent_tokens", 0))
-        for _path, blob in entry.get("files", []):
+        files: list[tuple[str, int]] = []
+        for path, blob in entry.get("files", []):
             if blob not in cache["blobs"]:
                 content = _blob_text(repos, entry.get("repo", ""), blob)
                 if content is None:
@@ -272,11 +335,24 @@ def report(index_dir: Path, prices: dict[str, float] | None = None) -> SavingsRe
                     continue
                 cache["blobs"][blob] = count_tokens(content)
             baseline += cache["blobs"][blob]
+            files.append((path, cache["blobs"][blob]))
+        session = entry.get("session") or "~" + str(entry.get("source", "?"))
+        searches.append((session, float(entry.get("ts", 0)), files))
     if raw_lines:
         with contextlib.suppress(OSError):  # an unwritable cache only costs a recount
             cache_path.write_text(json.dumps(cache), encoding="utf-8")
+    session_tokens, sessions = session_baseline(searches)
     return SavingsReport(
-        queries, by_source, sent, baseline, merged, unavailable, str(log), enabled(index_dir)
+        queries,
+        by_source,
+        sent,
+        baseline,
+        merged,
+        unavailable,
+        str(log),
+        enabled(index_dir),
+        session_baseline_tokens=session_tokens,
+        sessions=sessions,
     )
 
 

@@ -15,7 +15,7 @@ from indexer import Index, build_index
 from indexer.budget import count_tokens, pack
 from indexer.compress import compress, query_terms
 from indexer.errors import IndexerError
-from indexer.savings import LOG_NAME, flush, report
+from indexer.savings import LOG_NAME, flush, report, session_baseline
 
 from .conftest import MakeRepo, run_cli
 
@@ -68,7 +68,8 @@ def test_compression_keeps_signature_docstring_and_marks_elisions(shop: Path) ->
     index = Index.open(shop)
     r = index.search("shipping_cost surcharge", k=1, compress=True, log=False)[0]
     text = r.text or ""
-    assert text.splitlines()[0] == "## shop/shipping.py:4-18"  # the name is on the next line
+    # The name is on the next line; the header says how sure the result is.
+    assert text.splitlines()[0] == f"## shop/shipping.py:4-18  [confidence {r.confidence:.2f}]"
     assert index.show("shop/shipping.py:4-18").id == r.id  # the location is a handle too
     assert index.show("shop/shipping.py:10").id == r.id  # a line inside it
     with pytest.raises(IndexerError, match="not an indexed file"):
@@ -126,36 +127,62 @@ def test_token_counts_are_real_bpe() -> None:
     assert count_tokens("def retry_with_backoff(func, attempts=5):") > 5
 
 
-def test_savings_log_counts_real_tokens(shop: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_savings_log_counts_real_tokens_against_both_baselines(
+    shop: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.delenv("INDEXER_SAVINGS", raising=False)
+    monkeypatch.delenv("INDEXER_SESSION", raising=False)
     index = Index.open(shop)
     index_dir = index.snapshot.parent.parent
-    results = index.search("shipping cost by zone", k=3)  # API: logged by default
+    index.search("shipping cost by zone", k=3)  # a library call writes nothing unless asked
+    assert not (index_dir / LOG_NAME).exists()
+    first = index.search("shipping cost by zone", k=3, log=True)
+    second = index.search("express surcharge", k=3, log=True)  # the same file, same session
     proc = run_cli("search", "warehouse stock", "--budget", "200", cwd=shop)
     assert proc.returncode == 0, proc.stderr
     run_cli("search", "warehouse", "--no-log", cwd=shop)
-    flush()  # the API's line is counted on a background thread
+    flush()  # the API's lines are counted on a background thread
     log = index_dir / LOG_NAME
     deadline = time.monotonic() + 30  # the CLI's line is counted by a detached child
-    while len(log.read_text().splitlines()) < 2 and time.monotonic() < deadline:
+    while len(log.read_text().splitlines()) < 3 and time.monotonic() < deadline:
         time.sleep(0.1)
     lines = log.read_text().splitlines()
-    assert sorted(json.loads(line)["source"] for line in lines) == ["api", "cli"]
+    assert sorted(json.loads(line)["source"] for line in lines) == ["api", "api", "cli"]
     assert "shipping" not in log.read_text()  # counts and hashes, never code or paths
     assert log.stat().st_mode & 0o777 == 0o600
     rep = report(index_dir).to_dict()
-    sent_api = count_tokens(json.dumps([r.to_dict() for r in results]))
+    sent_api = sum(count_tokens(json.dumps([r.to_dict() for r in rs])) for rs in (first, second))
     assert rep["tokens_sent"] == sent_api + count_tokens(proc.stdout)
-    whole = count_tokens(LONG_PY)  # both searches point into shipping.py only
-    assert rep["tokens_baseline"] == 2 * whole
-    assert rep["tokens_saved"] == 2 * whole - rep["tokens_sent"]
-    assert "whole files" in rep["baseline"]
+    whole = count_tokens(LONG_PY)  # every search points into shipping.py only
+    assert rep["tokens_baseline"] == 3 * whole  # upper bound: the file again for every query
+    assert rep["tokens_baseline_session"] == 2 * whole  # honest: once per session (API, CLI)
+    assert rep["sessions"] == 2
+    assert rep["tokens_saved"] == 3 * whole - rep["tokens_sent"]
+    assert rep["tokens_saved_session"] == 2 * whole - rep["tokens_sent"]
+    assert "upper bound" in rep["baseline"] and "honest" in rep["baseline_session"]
     assert rep["usd"]["saved_as_input"] == round(rep["tokens_saved"] * 3.0e-6, 4)
 
     proc = run_cli("savings", "--json", "--price-input", "10", cwd=shop)
     data = json.loads(proc.stdout)
-    assert data["queries"] == 2 and data["prices_usd_per_million"]["input"] == 10.0
+    assert data["queries"] == 3 and data["prices_usd_per_million"]["input"] == 10.0
     assert data["usd"]["saved_as_input"] == round(data["tokens_saved"] * 10e-6, 4)
+    table = run_cli("savings", cwd=shop).stdout
+    assert "files once per session (honest)" in table and "{" not in table
+    assert f"{2 * whole:,}" in table and f"{3 * whole:,}" in table
+
+
+def test_session_baseline_reads_each_file_once_per_session() -> None:
+    hour = 3600.0
+    searches = [
+        ("mcp-1", 0.0, [("a.py", 100), ("b.py", 50)]),
+        ("mcp-1", 10.0, [("a.py", 100)]),  # read before in this session: free
+        ("mcp-1", 20.0, [("a.py", 120)]),  # the file changed: read again
+        ("mcp-2", 30.0, [("a.py", 120)]),  # another session
+        ("~cli", 40.0, [("b.py", 50)]),
+        ("~cli", 50.0, [("b.py", 50)]),  # CLI searches minutes apart: one session
+        ("~cli", 50.0 + hour, [("b.py", 50)]),  # an hour later: a new one
+    ]
+    assert session_baseline(searches) == (100 + 50 + 120 + 120 + 50 + 50, 4)
 
 
 def test_savings_switches_and_unwritable_log(shop: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -163,15 +190,15 @@ def test_savings_switches_and_unwritable_log(shop: Path, monkeypatch: pytest.Mon
     index = Index.open(shop)
     index_dir = index.snapshot.parent.parent
     assert run_cli("savings", "--off", cwd=shop).returncode == 0
-    index.search("warehouse")
+    index.search("warehouse", log=True)
     assert not (index_dir / LOG_NAME).exists()
     assert run_cli("savings", "--on", cwd=shop).returncode == 0
     monkeypatch.setenv("INDEXER_SAVINGS", "0")
-    index.search("warehouse")
+    index.search("warehouse", log=True)
     assert not (index_dir / LOG_NAME).exists()
     monkeypatch.delenv("INDEXER_SAVINGS")
     (index_dir / LOG_NAME).mkdir()  # cannot be appended to: searching still works
-    assert index.search("warehouse")
+    assert index.search("warehouse", log=True)
     proc = run_cli("search", "warehouse", "--json", cwd=shop)
     assert proc.returncode == 0 and json.loads(proc.stdout)
     os.rmdir(index_dir / LOG_NAME)

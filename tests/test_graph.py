@@ -158,8 +158,8 @@ def poly_repo(make_repo: MakeRepo) -> Path:
 def callees(index: Index, symbol: str) -> dict[str, str]:
     """qualname (or name:X for unresolved) -> how it was resolved, for depth-1 callees."""
     out = {}
-    for r in index.related(symbol, direction="callees")[0]["callees"]:
-        out[r.get("qualname") or f"name:{r['name']}"] = r["how"]
+    for r in index.related(symbol, direction="callees")[0].callees or []:
+        out[r.qualname if r.resolved else f"name:{r.name}"] = r.how or ""
     return out
 
 
@@ -215,22 +215,25 @@ def test_other_languages_get_definitions_and_name_references(poly_repo: Path) ->
     index = Index.open(poly_repo)
     got = callees(index, "Greeter.greet")
     assert "Greeter.format_name" in got or "name:format_name" in got
-    callers = index.related("Greeter.format_name", direction="callers")[0]["callers"]
-    assert [c["qualname"] for c in callers] == ["Greeter.greet"]
+    callers = index.related("Greeter.format_name", direction="callers")[0].callers or []
+    assert [c.qualname for c in callers] == ["Greeter.greet"]
 
 
 def test_callers_and_depth(poly_repo: Path) -> None:
     index = Index.open(poly_repo)
-    one = index.related("clamp", direction="callers", depth=1)[0]["callers"]
-    assert [c["qualname"] for c in one] == ["apply_discount"]
-    two = index.related("clamp", direction="callers", depth=2)[0]["callers"]
-    assert {c["qualname"] for c in two} >= {"apply_discount", "Cart.checkout"}
-    assert all(c["depth"] in (1, 2) for c in two)
+    one = index.related("clamp", direction="callers", depth=1)[0].callers or []
+    assert [c.qualname for c in one] == ["apply_discount"]
+    two = index.related("clamp", direction="callers", depth=2)[0].callers or []
+    assert {c.qualname for c in two} >= {"apply_discount", "Cart.checkout"}
+    assert all(c.depth in (1, 2) for c in two)
     # A chunk id works as well as a name, and every symbol result is a chunk `show` can print.
     chunk_id = index.search("clamp", k=1)[0].id
-    by_id = index.related(chunk_id, direction="callers")[0]["callers"]
+    by_id = index.related(chunk_id, direction="callers")[0].callers
     assert by_id == one
-    assert index.show(one[0]["id"]).qualname == "apply_discount"
+    assert index.show(one[0].id).qualname == "apply_discount"
+    # Typed records; their dicts are the CLI's JSON.
+    proc = run_cli("related", "clamp", "--callers", "--json", cwd=poly_repo)
+    assert json.loads(proc.stdout) == [e.to_dict() for e in index.related("clamp", "callers")]
 
 
 def test_unknown_symbol_is_a_clear_error(poly_repo: Path) -> None:

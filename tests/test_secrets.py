@@ -125,7 +125,7 @@ def test_six_secret_files_return_no_value_through_cli_api_and_artifacts(six: Pat
 
 def test_savings_log_holds_counts_and_hashes_only(six: Path) -> None:
     index = Index.open(six)
-    index.search("private key signing", k=5)
+    index.search("private key signing", k=5, log=True)  # a library call logs when asked
     flush()
     log = six / ".git" / "indexer" / LOG_NAME
     line = json.loads(log.read_text().splitlines()[-1])

@@ -102,20 +102,30 @@ def test_tampered_or_foreign_artifacts_are_rejected(sample_repo: Path) -> None:
     assert Index.open(sample_repo).snapshot == before  # the local index was never touched
 
 
-def test_pull_errors_are_clear(sample_repo: Path, tmp_path: Path) -> None:
+def test_pull_errors_are_clear_and_unrelated_histories_are_updated(
+    sample_repo: Path, tmp_path: Path
+) -> None:
     proc = run_cli("pull", cwd=sample_repo)
     assert proc.returncode == 2 and "no published index" in proc.stderr
     assert run_cli("build", cwd=sample_repo).returncode == 0
     assert run_cli("publish", cwd=sample_repo).returncode == 0
-    # An index published for a commit that is not an ancestor of HEAD.
+    # An index published for a commit that is not an ancestor of HEAD: adopted, then updated
+    # by a tree diff (an orphan branch shares no history at all).
     repo = pygit2.Repository(str(sample_repo))
     first = str(repo.head.target)
     git(sample_repo, "checkout", "-q", "--orphan", "other")
-    write_files(sample_repo, {"o.py": "x = 1\n"})
+    write_files(sample_repo, {"o.py": "def on_the_orphan_branch():\n    return 1\n"})
     git(sample_repo, "add", "o.py")
     commit_all(sample_repo, "orphan")
     proc = run_cli("pull", "--ref", "refs/indexer/" + _branch_of(repo, first), cwd=sample_repo)
-    assert proc.returncode == 2 and "not HEAD or an ancestor" in proc.stderr
+    assert proc.returncode == 0, proc.stderr
+    index = Index.open(sample_repo)
+    assert index.commit == git(sample_repo, "rev-parse", "HEAD").stdout.strip()
+    assert index.search("on_the_orphan_branch")[0].symbol == "on_the_orphan_branch"
+    proc = run_cli("pull", "--ref", "refs/indexer/nothing-here", cwd=sample_repo)
+    assert proc.returncode == 2 and "no published index at refs/indexer/nothing-here" in (
+        proc.stderr
+    )
 
 
 def _branch_of(repo: pygit2.Repository, commit: str) -> str:
