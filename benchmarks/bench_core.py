@@ -190,8 +190,16 @@ ABLATIONS: dict[str, dict[str, object]] = {
     "no file coherence": {"rerank": {"coherence": 0}},
     "no per-file saturation": {"rerank": {"saturation": 1.0}},
     "no test/doc/vendor demotion": {"rerank": {"demote": 1.0}},
+    "no data/config demotion": {"rerank": {"demote_data": 1.0}},
     "no reranking at all": {
-        "rerank": {"definition": 0, "path": 0, "coherence": 0, "saturation": 1.0, "demote": 1.0}
+        "rerank": {
+            "definition": 0,
+            "path": 0,
+            "coherence": 0,
+            "saturation": 1.0,
+            "demote": 1.0,
+            "demote_data": 1.0,
+        }
     },
     "equal retriever weights": {
         "retriever_weights": {

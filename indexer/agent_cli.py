@@ -15,6 +15,7 @@ from .terminal import clean
 
 def cmd_related(args: argparse.Namespace) -> int:
     from .api import Index
+    from .notebook import location
 
     direction = "callers" if args.callers else "callees" if args.callees else "both"
     index = Index.open(args.repo, index_dir=args.index_dir)
@@ -26,6 +27,8 @@ def cmd_related(args: argparse.Namespace) -> int:
     for entry in found:
         s = entry["symbol"]
         where = f"{s.get('path')}:{s.get('start_line')}-{s.get('end_line')}"
+        if "cell" in s:  # a notebook symbol: lines within the cell
+            where = location(s["path"], s["cell"], s["start_line"], s["end_line"])
         print(clean(f"{where}  {s.get('qualname', s.get('name'))}  {s['id']}"))
         for way in ("callers", "callees"):
             if way not in entry:
@@ -34,7 +37,7 @@ def cmd_related(args: argparse.Namespace) -> int:
             for r in entry[way]:
                 pad = "  " * r["depth"]
                 if "qualname" in r:
-                    where = f"{r['path']}:{r['start_line']}"
+                    where = location(r["path"], r.get("cell"), r["start_line"])
                     print(clean(f"  {pad}{r['qualname']}  {where}  {r['id']}  ({r['how']})"))
                 else:
                     print(clean(f"  {pad}{r['name']}  ({r['kind']}, {r['how']})"))

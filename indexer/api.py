@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .chunker import Chunk
+from .chunks import Chunk
 from .dense import DenseIndex
 from .errors import IndexerError, check_types
 from .fusion import FusionConfig, confidence, recency_score, rrf
@@ -68,12 +68,14 @@ class SearchResult:
     keyword: float
     recency: float
     text: str | None = None
+    cell: int | None = None  # notebook cell; lines are within it (indexer/notebook.py)
 
     def to_dict(self) -> dict[str, Any]:
         # Flat fields only: a shallow copy (dataclasses.asdict deep-copies every value).
         data = dict(self.__dict__)
-        if data["text"] is None:
-            del data["text"]
+        for optional in ("text", "cell"):
+            if data[optional] is None:
+                del data[optional]
         return data
 
 
@@ -235,8 +237,9 @@ class Index:
 
     @corrupt_as_error
     def show(self, chunk_id: str) -> Chunk:
-        """A chunk by id, or by the `path:start-end` location compressed results print."""
-        if ":" in chunk_id:
+        """A chunk by id, or by the `path:start-end` location compressed results print
+        (`path#cell=N[:start-end]` in a notebook)."""
+        if ":" in chunk_id or "#cell=" in chunk_id:
             from .compress import row_at_location
 
             return self.chunk_at(row_at_location(self, chunk_id))
@@ -554,6 +557,7 @@ class Index:
             keyword=round(s["keyword"], 4),
             recency=round(s["recency"], 4),
             text=c.text if with_text else None,
+            cell=c.cell,
         )
 
     # -- status ----------------------------------------------------------------------------------

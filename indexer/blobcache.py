@@ -28,6 +28,7 @@ class CachedFile:
     lexical: list[list[str]]  # path-independent BM25 terms per chunk
     dense: list[list[str]]  # path-independent dense terms per chunk
     redacted: dict[str, int] = field(default_factory=dict)  # secrets replaced, by kind
+    fallback: str | None = None  # indexed as text because its format did not parse
 
     def to_json(self) -> str:
         return json.dumps(
@@ -37,6 +38,7 @@ class CachedFile:
                 "lexical": self.lexical,
                 "dense": self.dense,
                 "redacted": self.redacted,
+                "fallback": self.fallback,
             },
             ensure_ascii=False,
             separators=(",", ":"),
@@ -45,7 +47,14 @@ class CachedFile:
     @classmethod
     def from_json(cls, text: str) -> CachedFile:
         raw = json.loads(text)
-        return cls(raw["skip"], raw["records"], raw["lexical"], raw["dense"], raw["redacted"])
+        return cls(
+            raw["skip"],
+            raw["records"],
+            raw["lexical"],
+            raw["dense"],
+            raw["redacted"],
+            raw.get("fallback"),
+        )
 
 
 class BlobCache:

@@ -38,6 +38,7 @@ from .gitsource import (
 )
 from .integrity import CHUNK_SUMS, chunk_sum, chunk_sums
 from .lexical import LexicalIndex, postings_of
+from .notebook import fallback_reason
 from .pathclass import content_flags
 from .secrets import redact
 from .store import (
@@ -69,6 +70,7 @@ class BuildReport:
     searchable_seconds: float = 0.0  # until the new snapshot answered searches (graph follows)
     warnings: list[str] = field(default_factory=list)  # nothing indexed, most files skipped
     redacted: dict[str, int] = field(default_factory=dict)  # secret values replaced, by kind
+    fallback: dict[str, int] = field(default_factory=dict)  # indexed as text: reason -> files
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -106,7 +108,8 @@ def chunk_blob(data: bytes, path: str, language: str) -> CachedFile:
     data, redacted = redact(data)
     records = chunk_records(path_stem(path), language, data)
     docs = [record_documents(r) for r in records]
-    return CachedFile(None, records, [d[0] for d in docs], [d[1] for d in docs], redacted)
+    fallback = fallback_reason(language, records)
+    return CachedFile(None, records, [d[0] for d in docs], [d[1] for d in docs], redacted, fallback)
 
 
 def chunk_batch(repo_path: str, items: list[tuple[str, str, str]]) -> list[CachedFile]:
@@ -193,6 +196,7 @@ class BaseSnapshot:
         self.time_of = {f["path"]: int(f["time"]) for f in self.files}
         self.language_of = {f["path"]: f.get("language", "") for f in self.files}
         self.redacted_of = {f["path"]: f["redacted"] for f in self.files if "redacted" in f}
+        self.fallback_of = {f["path"]: f["fallback"] for f in self.files if "fallback" in f}
         self.meta_offsets = np.load(snapshot / "chunk_offsets.npy", allow_pickle=False)
         self.text_offsets = np.load(snapshot / "text_offsets.npy", allow_pickle=False)
         self.flags = np.load(snapshot / "chunk_flags.npy", allow_pickle=False)
@@ -455,6 +459,7 @@ def _report(
         files=counts["files"],
         chunks=counts["chunks"],
         skipped=counts["skipped"],
+        fallback=counts.get("fallback", {}),
         seconds=round(time.perf_counter() - started, 3),
         snapshot=str(snapshot),
         bytes=sum(f["bytes"] for f in manifest["files"].values()),
@@ -529,6 +534,7 @@ def _assemble(
     kept_new_rows: list[np.ndarray] = []
     languages: dict[str, int] = {}
     redactions: dict[str, int] = {}  # secret values replaced, by kind (indexer/secrets.py)
+    fallbacks: dict[str, int] = {}  # files indexed as text, by reason (indexer/notebook.py)
     file_records = []
     row = 0
     for file_index, f in enumerate(indexed):
@@ -557,10 +563,12 @@ def _assemble(
             language = base.language_of.get(f.path, "")
             file_flags = int(base.flags[start]) if n else 0
             redacted = base.redacted_of.get(f.path)
+            fallback = base.fallback_of.get(f.path)
         else:
             entry = fresh[f.path]
             language = f.language or "text"
             redacted = entry.redacted
+            fallback = entry.fallback
             chunks = materialize(entry.records, f.path, language, f.blob)
             n = len(chunks)
             path_lex, path_dense = path_documents(f.path)
@@ -577,7 +585,7 @@ def _assemble(
                 ids[i] = faiss_id(c.id)
                 symbols.append(c.symbol)
                 kinds.append(c.kind)
-                defines.append(module_definitions(c.text) if c.kind == "module" else "")
+                defines.append(module_definitions(c.text) if c.kind in ("module", "cell") else "")
                 new_lexical.append(entry.lexical[i] + path_lex)
                 new_dense.append(entry.dense[i] + path_dense)
                 new_rows.append(row + i)
@@ -587,6 +595,9 @@ def _assemble(
             file_records[-1]["redacted"] = redacted
             for kind, count in redacted.items():
                 redactions[kind] = redactions.get(kind, 0) + count
+        if fallback:  # an invalid notebook indexed as text windows
+            file_records[-1]["fallback"] = fallback
+            fallbacks[fallback] = fallbacks.get(fallback, 0) + 1
         languages[language] = languages.get(language, 0) + n
         chunk_file.append(np.full(n, file_index, dtype=np.int32))
         flags.append(np.full(n, file_flags, dtype=np.uint8))
@@ -649,6 +660,7 @@ def _assemble(
             "chunks": n_rows,
             "skipped": dict(sorted(skip_counts.items())),
             "redacted": dict(sorted(redactions.items())),
+            "fallback": dict(sorted(fallbacks.items())),
         },
         "languages": dict(sorted(languages.items())),
         "skipped_examples": examples,

@@ -2,18 +2,20 @@
 
 A chunk is a function/method, a class summary (header, docstring, member signatures), a block of
 module-level code outside any definition, or a window of a text file. Oversized definitions are
-split at statement boundaries with their signature repeated as context.
+split at statement boundaries with their signature repeated as context. Notebooks
+(indexer/notebook.py) and large data files (indexer/datafiles.py) are dispatched to their modules.
 """
 
 from __future__ import annotations
 
-import hashlib
-from dataclasses import asdict, dataclass
 from functools import cache
 from typing import Any
 
+from .chunks import Chunk, chunk_id, materialize
+from .datafiles import DATA_LANGUAGES, data_records
 from .generic import collect_generic
 from .languages import SPECS, grammar_of
+from .notebook import notebook_records
 from .specs import LanguageSpec
 from .treenodes import (
     Definition,
@@ -28,40 +30,16 @@ from .treenodes import (
     zig_classify,
 )
 
+__all__ = ["CHUNKER_VERSION", "Chunk", "chunk_file", "chunk_id", "chunk_records", "materialize"]
+
 # Bump when chunks or per-chunk build columns change. 3: secrets redacted (indexer/secrets.py),
 # so no cached or kept chunk from before redaction is ever reused; 4: every grammar of the pack,
-# plain-text fallback, test flags from content; 5: both.
-CHUNKER_VERSION = 5
+# plain-text fallback, test flags from content; 5: both; 6: notebooks by cell and large data
+# files by shape (indexer/notebook.py, indexer/datafiles.py).
+CHUNKER_VERSION = 6
 MAX_CHUNK_LINES = 120  # a definition longer than this is split
 MODULE_BLOCK_LINES = 60  # module-level code and text windows
 WINDOW_OVERLAP = 8
-
-
-@dataclass(frozen=True)
-class Chunk:
-    id: str
-    path: str
-    language: str
-    kind: str  # function | method | class | module | section | text
-    symbol: str
-    qualname: str
-    signature: str
-    docstring: str
-    start_line: int  # 1-based, inclusive
-    end_line: int
-    start_byte: int
-    end_byte: int
-    blob: str
-    text: str
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-def chunk_id(path: str, kind: str, qualname: str, ordinal: int) -> str:
-    """Stable id: the same definition at the same path gets the same id in every build."""
-    key = f"{path}\0{kind}\0{qualname}\0{ordinal}".encode()
-    return hashlib.blake2b(key, digest_size=8).hexdigest()
 
 
 class _FileChunker:
@@ -393,6 +371,13 @@ def chunk_records(stem: str, language: str, data: bytes) -> list[dict[str, Any]]
     chunker = _FileChunker(stem, data)
     if not chunker.lines:
         return []
+    if language == "notebook":
+        records = notebook_records(stem, data, chunk_records)
+        if records is not None:
+            return records
+        language = "json"  # not a notebook: text windows (build.py counts the fallback)
+    elif language in DATA_LANGUAGES and (records := data_records(stem, language, data)):
+        return records
     spec = SPECS.get(language)
     if spec is not None:
         chunker.code_file(spec)
@@ -407,26 +392,6 @@ def chunk_records(stem: str, language: str, data: bytes) -> list[dict[str, Any]]
 def generic_spec(language: str) -> LanguageSpec:
     """A spec with no definition types: the generic extractor reads the grammar's own."""
     return LanguageSpec(language, language, frozenset(), frozenset())
-
-
-def materialize(records: list[dict[str, Any]], path: str, language: str, blob: str) -> list[Chunk]:
-    """Chunks at `path`: ids are derived from the path, kind, qualified name and ordinal."""
-    seen: dict[tuple[str, str], int] = {}
-    chunks = []
-    for r in records:
-        key = (r["kind"], r["qualname"])
-        ordinal = seen.get(key, 0)
-        seen[key] = ordinal + 1
-        chunks.append(
-            Chunk(
-                id=chunk_id(path, r["kind"], r["qualname"], ordinal),
-                path=path,
-                language=language,
-                blob=blob,
-                **r,
-            )
-        )
-    return chunks
 
 
 def chunk_file(path: str, language: str, blob: str, data: bytes) -> list[Chunk]:

@@ -32,9 +32,11 @@ def cmd_build(args: argparse.Namespace) -> int:
     else:
         skipped = ", ".join(f"{k} {v}" for k, v in report.skipped.items()) or "none"
         redacted = sum(report.redacted.values())
+        fallback = "".join(f", as text: {k} {v}" for k, v in report.fallback.items())
         print(
             f"indexed {report.commit[:12]}: {report.files} files, {report.chunks} chunks "
             f"in {report.seconds:.1f}s ({report.bytes / 1e6:.1f} MB); skipped: {skipped}"
+            + fallback
             + (f"; {redacted} secret values redacted" if redacted else "")
         )
     return 0
@@ -77,6 +79,8 @@ def cmd_status(args: argparse.Namespace) -> int:
     )
     print(f"files      {counts['files']}  chunks {counts['chunks']}")
     print(f"skipped    {skipped}")
+    if counts.get("fallback"):  # indexed, but as text: its format did not parse
+        print("as text    " + ", ".join(f"{k} {v}" for k, v in counts["fallback"].items()))
     redacted = ", ".join(f"{k} {v}" for k, v in counts.get("redacted", {}).items()) or "none"
     print(f"redacted   {redacted} (secret values replaced in indexed files)")
     for warning in status["warnings"]:

@@ -16,6 +16,8 @@ import numpy as np
 
 from .chunker import Chunk
 from .line_scoring import MAX_ANSWER_LINES, answer_lines, query_weights
+from .notebook import location as notebook_location
+from .notebook import split_location
 from .tokens import split_identifier
 
 MAX_KEPT_LINES = 1  # body lines kept by the unweighted scoring (see compress)
@@ -30,8 +32,9 @@ _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def location(chunk: Chunk) -> str:
-    """`path:start-end`: what `indexer show` (and the MCP `show` tool) accept besides the id."""
-    return f"{chunk.path}:{chunk.start_line}-{chunk.end_line}"
+    """`path:start-end` (`path#cell=N:start-end` in a notebook): what `indexer show` (and the
+    MCP `show` tool) accept besides the id."""
+    return notebook_location(chunk.path, chunk.cell, chunk.start_line, chunk.end_line)
 
 
 def reference(chunk: Chunk) -> str:
@@ -65,19 +68,31 @@ def parse_location(ref: str) -> tuple[str, int, int | None]:
 
 def row_at_location(index: Any, ref: str) -> int:
     """The row of the chunk at `path:start-end` (or `path:start`): the chunk starting there,
-    else the smallest chunk containing that line."""
+    else the smallest chunk containing that line. In a notebook, `path#cell=N:start-end` counts
+    lines within cell N, and `path#cell=N` is the cell's first chunk."""
     from .errors import IndexerError
 
-    path, start, end = parse_location(ref)
+    in_cell = split_location(ref)
+    cell: int | None = None
+    if in_cell is not None:
+        path, cell, first, end = in_cell
+        start = first if first is not None else 1
+    else:
+        path, start, end = parse_location(ref)
+    whole_cell = in_cell is not None and in_cell[2] is None
     file_index = next((i for i, f in enumerate(index.files) if f["path"] == path), None)
     if file_index is None:
         raise IndexerError(f"{path!r} is not an indexed file of this repository")
     best: tuple[int, int] | None = None
     for row in np.nonzero(index._chunk_file == file_index)[0].tolist():
         c = index.chunk_at(int(row), with_text=False)
+        if c.cell != cell:
+            continue
         if c.start_line == start and (end is None or c.end_line == end):
             return int(row)
-        if c.start_line <= start <= c.end_line:
+        if whole_cell and (best is None or c.start_line < best[0]):
+            best = (c.start_line, int(row))  # the cell's first chunk
+        elif not whole_cell and c.start_line <= start <= c.end_line:
             span = c.end_line - c.start_line
             if best is None or span < best[0]:
                 best = (span, int(row))

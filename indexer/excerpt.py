@@ -23,7 +23,11 @@ def clean_path(path: str) -> str:
 def file_lines(
     index: Any, path: str, start_line: int, end_line: int | None, limit: int | None = None
 ) -> list[str]:
-    """Lines start_line..end_line (1-based, inclusive; end clipped to the file's length)."""
+    """Lines start_line..end_line (1-based, inclusive; end clipped to the file's length); in a
+    notebook, `path#cell=N` counts the lines of cell N (indexer/notebook.py)."""
+    path, _, cell = path.strip().partition("#cell=")
+    if cell and not cell.isdigit():
+        raise IndexerError(f"not a notebook cell: #cell={cell} (expected #cell=N)")
     clean = clean_path(path)
     record = next((f for f in index.files if f["path"] == clean), None)
     if record is None:
@@ -41,6 +45,13 @@ def file_lines(
 
     repo: Any = pygit2.Repository(index.manifest["repo_root"])
     data, _ = redact(bytes(repo[record["blob"]].data))  # what the index holds: no secrets
+    if cell:
+        from .notebook import cell_source
+
+        source = cell_source(data, int(cell))
+        if source is None:
+            raise IndexerError(f"{clean} has no code or markdown cell {cell}")
+        clean, data = f"{clean}#cell={cell}", source.encode("utf-8")
     lines = data.decode("utf-8", "replace").splitlines()
     if start_line > len(lines):
         raise IndexerError(f"{clean} has only {len(lines)} lines")

@@ -42,6 +42,7 @@ DEFAULTS: dict[str, Any] = {
         "demote": 0.3,  # tests/examples/docs/vendored/generated unless asked for
         "prose": 0.5,  # text and doc sections, for issue-sized queries not about docs
         "file_evidence": 0.0,  # a file's next chunks add this share of their score (rerank.py)
+        "demote_data": 0.5,  # data/configuration files unless asked for or named
     },
     # Issue-sized queries (indexer/query.py): BM25 weight of code-like evidence (paths, dotted
     # names, stack frames, code, error lines) and of the prose around it.

@@ -15,6 +15,7 @@ from .languages import detect_language
 from .secrets import is_secret_path
 
 MAX_FILE_BYTES = 1_000_000
+MAX_NOTEBOOK_BYTES = 20_000_000
 LFS_HEADER = b"version https://git-lfs.github.com/spec/v1"
 VENDORED_DIRS = frozenset(
     {
@@ -134,6 +135,10 @@ def content_skip_reason(path: str, data: bytes) -> str | None:
     """Reasons that need the content: LFS pointers, binary, size, generated, minified."""
     if data.startswith(LFS_HEADER):
         return "lfs_pointer"
+    if path.lower().endswith(".ipynb"):
+        # Outputs (base64 images, HTML) make a notebook big and its lines long; only its cells'
+        # sources are indexed (indexer/notebook.py), so neither size nor line length says much.
+        return "too_large" if len(data) > MAX_NOTEBOOK_BYTES else None
     if len(data) > MAX_FILE_BYTES:
         return "too_large"
     head = data[:8000]

@@ -33,6 +33,8 @@ import numpy as np
 from .chunker import Chunk
 from .errors import CorruptIndexError, IndexerError
 from .languages import SPECS
+from .notebook import is_notebook
+from .notebook import script as notebook_script
 from .treenodes import parser as _parser
 
 GRAPH_FILE = "graph.json"  # node ids and columns
@@ -56,7 +58,8 @@ class FileGraph:
     blob: str = ""  # the git blob it was extracted from: an update reuses it when unchanged
     package: str = ""  # Java package / Go package name
     default: str = ""  # JS/TS: the name of the `export default` definition
-    # [node id (first chunk id), qualname, kind, start_line, end_line, [all chunk ids]]
+    # [node id (first chunk id), qualname, kind, start_line, end_line, [all chunk ids]], and in a
+    # notebook the cell (lines count within it)
     symbols: list[list[Any]] = field(default_factory=list)
     # [spec as written (Python keeps its leading dots), imported name or "", bound alias or ""]
     imports: list[list[str]] = field(default_factory=list)
@@ -189,7 +192,11 @@ def _symbols_from_chunks(chunks: Sequence[Chunk]) -> list[list[Any]]:
             continue
         entry = by_name.get(c.qualname)
         if entry is None:
+            cell = [c.cell] if c.cell is not None else []  # notebook: lines within that cell
             by_name[c.qualname] = [c.id, c.qualname, c.kind, c.start_line, c.end_line, [c.id]]
+            by_name[c.qualname].extend(cell)
+        elif c.cell is not None and entry[6:] != [c.cell]:
+            entry[5].append(c.id)  # redefined in a later cell: the first definition stays
         else:
             entry[3] = min(entry[3], c.start_line)
             entry[4] = max(entry[4], c.end_line)
@@ -226,9 +233,12 @@ def _extract(path: str, language: str, data: bytes, symbols: list[list[Any]]) ->
     fg = FileGraph(path, language, symbols=symbols)
     if language not in SPECS:
         return fg
+    placed = fg.symbols
+    if is_notebook(path):  # the code cells as one script; symbols moved to its lines
+        data, placed = notebook_script(data, fg.symbols)
     tree = _parser(SPECS[language].grammar).parse(data)
     root = tree.root_node
-    owner = _owners(fg.symbols, data.count(b"\n") + 1)
+    owner = _owners(placed, data.count(b"\n") + 1)
     self_names: dict[str, str] = {}
     if language in ("javascript", "typescript", "tsx"):
         _js_imports(root, data, fg)
@@ -1270,7 +1280,11 @@ def write_graph(
             results.append(old)
             continue
         file_chunks = by_path.get(path, [])
-        language = file_chunks[0].language if file_chunks else detect_language(path) or ""
+        # A notebook's first chunk may be markdown: its code cells' language is the file's.
+        languages = [c.language for c in file_chunks if c.language in SPECS] or [
+            c.language for c in file_chunks
+        ]
+        language = languages[0] if languages else detect_language(path) or ""
         items.append((path, language, blob_of[path], _symbols_from_chunks(file_chunks)))
     jobs = jobs or min(os.cpu_count() or 1, 8)
     batches = [items[i : i + 32] for i in range(0, len(items), 32)]
@@ -1337,9 +1351,13 @@ def _record(index: Any, graph: CodeGraph, node: str) -> dict[str, Any]:
     if kind in _SYMBOL_KINDS:
         record = {"id": node, **attrs}
         try:
-            record["signature"] = index.show(node).signature
+            chunk = index.show(node)
         except IndexerError:  # graph and chunks always agree, but never fail a lookup on it
             record["signature"] = ""
+            return record
+        record["signature"] = chunk.signature
+        if chunk.cell is not None:
+            record["cell"] = chunk.cell  # notebook: start_line/end_line are within the cell
         return record
     if kind == "file":
         return {"id": node, "kind": "file", "path": attrs["path"], "name": attrs["path"]}

@@ -265,7 +265,9 @@ TEXT_EXTENSIONS: dict[str, str] = {
     ".css": "css",
     ".scss": "css",
     ".tex": "tex",
-    ".ipynb": "json",
+    ".ipynb": "notebook",  # cells: indexer/notebook.py
+    ".csv": "csv",  # large data files by shape: indexer/datafiles.py
+    ".tsv": "tsv",
 }
 TEXT_FILENAMES: dict[str, str] = {
     "README": "text",

@@ -114,10 +114,15 @@ class Service:
 
         index = self.index
         lines = file_lines(index, path, start_line, end_line, limit=MAX_RETRIEVE_LINES)
-        record = next(f for f in index.files if f["path"] == clean_path(path))
-        total = _line_count(index, record["blob"])
+        file_path, _, cell = path.strip().partition("#cell=")  # a notebook cell's lines
+        record = next(f for f in index.files if f["path"] == clean_path(file_path))
+        if cell:
+            total = len(file_lines(index, path, 1, None, limit=10**9))
+            where = f"{clean_path(file_path)}#cell={cell}"
+        else:
+            total, where = _line_count(index, record["blob"]), clean_path(path)
         end = start_line + len(lines) - 1
-        return f"## {clean_path(path)}:{start_line}-{end} (of {total} lines)\n" + "\n".join(lines)
+        return f"## {where}:{start_line}-{end} (of {total} lines)\n" + "\n".join(lines)
 
     def related(self, target: str, direction: str, depth: int) -> str:
         if not 1 <= depth <= MAX_RELATED_DEPTH:

@@ -1,4 +1,4 @@
-"""Path classes (tests, examples, docs, vendored, generated) that ranking down-weights."""
+"""Path classes (tests, examples, docs, vendored, generated, data) that ranking down-weights."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ _TEST_DIR = r"(^|/)(tests?|testing|__tests__|spec|specs|testsuite)(/|$)"
 _TEST_NAME = r"(^|/)test_[^/]*$|_tests?\.[a-z]+$|\.(test|spec)\.[a-z]+$|(^|/)conftest\.py$"
 # Path classes that are down-weighted at query time unless the query asks for them.
 FLAG_TEST, FLAG_EXAMPLE, FLAG_DOCS, FLAG_VENDORED, FLAG_GENERATED = 1, 2, 4, 8, 16
+FLAG_DATA = 32  # data and configuration files: below code unless the query asks for them
 _FLAG_PATTERNS = [
     (FLAG_TEST, re.compile(rf"{_TEST_DIR}|{_TEST_NAME}")),
     (
@@ -23,6 +24,7 @@ _FLAG_PATTERNS = [
     ),
     # Build output, and TypeScript declaration files (signatures without implementations).
     (FLAG_GENERATED, re.compile(r"(^|/)(dist|build|out|generated|gen)(/|$)|\.d\.[cm]?ts$")),
+    (FLAG_DATA, re.compile(r"\.(json|ya?ml|toml|ini|cfg|conf|csv|tsv)$")),
 ]
 
 

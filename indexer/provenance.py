@@ -6,7 +6,9 @@ feed every agent code of their choosing) and by `indexer verify`. For each index
 path must hold that blob in the indexed commit; for each chunk, its path, blob, language and id
 must be those of its file, and its text must be lines of the (redacted) blob: exactly its line
 range, or for class summaries and split definitions, runs of the blob's lines in order with
-`...` elision markers between them. Signatures, docstrings and names must occur in the file.
+`...` elision markers between them; in a notebook, lines of the chunk's cell; a data file's
+shape chunk, exactly the summary of the blob. Signatures, docstrings and names must occur in the
+file.
 Ranking data (BM25 postings, vectors) is not re-derived: it can reorder results, never change
 what they say.
 """
@@ -15,18 +17,22 @@ from __future__ import annotations
 
 import io
 import json
+import re
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from .chunker import chunk_id, path_stem
+from .datafiles import data_records
 from .dense import faiss_id
 from .errors import IndexerError
 from .integrity import CHUNK_SUMS, check_rows, chunk_sums
+from .notebook import cell_source
 from .secrets import redact
 
 _SPECIAL_NAMES = frozenset({"", "<module>", "<anonymous>"})
+_CELL_NAME = re.compile(r"<cell \d+>")  # a notebook cell's code outside definitions
 
 
 class ProvenanceError(IndexerError):
@@ -87,22 +93,32 @@ def _check(read: Callable[[str], bytes], names: set[str], repo: Any, commit: str
         text = texts[int(text_offsets[row]) : int(text_offsets[row + 1])].decode("utf-8")
         owner = files[int(chunk_file[row])]
         where = f"chunk {record.get('id')!r} ({record.get('path')!r})"
+        # A notebook's chunks carry their cell's language (python, markdown, ...).
+        language = owner["language"] if "cell" not in record else record["language"]
         if (record["path"], record["blob"], record["language"]) != (
             owner["path"],
             owner["blob"],
-            owner["language"],
-        ):
+            language,
+        ) or ("cell" in record and owner["language"] != "notebook"):
             raise ProvenanceError(f"{where} does not belong to the file it is filed under")
         key = (record["path"], record["kind"], record["qualname"])
         ordinal = ordinals.get(key, 0)
         ordinals[key] = ordinal + 1
         if record["id"] != chunk_id(*key, ordinal) or faiss_id(record["id"]) != int(fids[row]):
             raise ProvenanceError(f"{where} has an id that does not match its place")
-        source = texts_of[record["path"]]
-        problem = source.explain(record, text)
+        source: _FileText | None = texts_of[record["path"]]
+        if "cell" in record:  # lines count within the cell (indexer/notebook.py)
+            source = source.cell(record["cell"]) if source is not None else None
+        if source is None:
+            raise ProvenanceError(f"{where} names a cell its notebook does not have")
+        if record["kind"] == "data":
+            problem = source.explain_data(record, text, owner["language"])
+        else:
+            problem = source.explain(record, text)
         if problem:
             raise ProvenanceError(f"{where} {problem}")
-        expected_defines = module_definitions(text) if record["kind"] == "module" else ""
+        defined = record["kind"] in ("module", "cell")
+        expected_defines = module_definitions(text) if defined else ""
         if (
             columns["symbols"][row] != record["symbol"]
             or columns["kinds"][row] != record["kind"]
@@ -133,6 +149,7 @@ class _FileText:
     """One blob's redacted text, as the chunker saw it."""
 
     def __init__(self, data: bytes) -> None:
+        self.data = data
         self.text = data.decode("utf-8", errors="replace")
         self.lines = self.text.splitlines()
         self._flat: str | None = None
@@ -157,6 +174,18 @@ class _FileText:
             self._found[squeezed] = squeezed in self.flat
         return self._found[squeezed]
 
+    def cell(self, number: Any) -> _FileText | None:
+        """The source of a notebook cell, as the chunker saw it, or None if there is none."""
+        source = cell_source(self.data, number) if isinstance(number, int) else None
+        return None if source is None else _FileText(source.encode("utf-8"))
+
+    def explain_data(self, record: dict[str, Any], text: str, language: str) -> str | None:
+        """A data file's shape chunk must be exactly what summarising the blob gives."""
+        derived = data_records(path_stem(record["path"]), language, self.data)
+        if not derived or derived[0] != {**{k: record.get(k) for k in derived[0]}, "text": text}:
+            return "has a data summary that is not its file's"
+        return None
+
     def explain(self, record: dict[str, Any], text: str) -> str | None:
         """Why `text` and the record's fields are not this file's content, or None."""
         start, end = int(record["start_line"]) - 1, int(record["end_line"]) - 1
@@ -179,7 +208,8 @@ class _FileText:
         stem = path_stem(record["path"])
         for name in (record["symbol"], *record["qualname"].split(".")):
             # Names are whitespace-collapsed and may be cut (chunker._clean_name).
-            if name not in _SPECIAL_NAMES and name != stem and not self.occurs(name, region):
+            special = name in _SPECIAL_NAMES or _CELL_NAME.fullmatch(name) is not None
+            if not special and name != stem and not self.occurs(name, region):
                 return f"names {name!r}, which is not in its file"
         return None
 

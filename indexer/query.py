@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from .tokens import code_terms, identifiers, lexical_terms, stem
+from .tokens import STOPWORDS, code_terms, identifiers, lexical_terms, stem
 
 LONG_QUERY_WORDS = 40  # the same threshold the fusion settings use by default
 
@@ -98,6 +98,19 @@ def _title(text: str) -> str:
     return first[:300]
 
 
+ACRONYM_MAX_WORDS = 12
+
+
+def _acronyms(words: list[str]) -> set[str]:
+    """A short question that spells out an acronym names it: `reciprocal rank fusion` names
+    `rrf`. Initials of 3-4 consecutive content words; none for long texts (chance matches)."""
+    content = [w for w in words if w[:1].isalpha() and w.lower() not in STOPWORDS]
+    if len(content) > ACRONYM_MAX_WORDS:
+        return set()
+    initials = "".join(w[0].lower() for w in content)
+    return {initials[i : i + n] for n in (3, 4) for i in range(len(initials) - n + 1)}
+
+
 def parse_query(text: str) -> Query:
     words = text.split()
     shaped = [w for w in words if _IDENT_SHAPE.search(w)]
@@ -124,7 +137,7 @@ def parse_query(text: str) -> Query:
             title_terms = set(title)
             salient_dense = code_terms(_title(text) + "\n" + evidence)
             paths = tuple(dict.fromkeys(_PATH.findall(text)))
-    lowered = {w.lower() for w in idents}
+    lowered = {w.lower() for w in idents} | _acronyms(words)
     return Query(
         text=text,
         lexical=lexical,

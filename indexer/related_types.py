@@ -20,6 +20,7 @@ class GraphNode:
     resolved: bool = True
     depth: int | None = None  # hops from the symbol asked about (neighbours only)
     how: str | None = None  # how the edge was resolved (neighbours only)
+    cell: int | None = None  # notebook cell: start_line/end_line count within it
 
     @classmethod
     def from_record(cls, record: dict[str, Any]) -> GraphNode:
@@ -34,6 +35,7 @@ class GraphNode:
             resolved=record.get("resolved", True),
             depth=record.get("depth"),
             how=record.get("how"),
+            cell=record.get("cell"),
         )
 
     @property
@@ -50,6 +52,8 @@ class GraphNode:
             out = {"id": self.id, "kind": self.kind, "path": self.path, "qualname": self.name}
             out.update(start_line=self.start_line, end_line=self.end_line)
             out["signature"] = self.signature or ""
+            if self.cell is not None:
+                out["cell"] = self.cell
         if self.depth is not None:
             out.update(depth=self.depth, how=self.how)
         return out

@@ -7,13 +7,26 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .pathclass import FLAG_DOCS, FLAG_EXAMPLE, FLAG_GENERATED, FLAG_TEST, FLAG_VENDORED
+from .pathclass import (
+    FLAG_DATA,
+    FLAG_DOCS,
+    FLAG_EXAMPLE,
+    FLAG_GENERATED,
+    FLAG_TEST,
+    FLAG_VENDORED,
+)
 from .query import Query
 from .tokens import path_terms, split_identifier
 
 if TYPE_CHECKING:
     from .api import Index
 
+# Data and configuration files (indexer/datafiles.py) are asked for by these words, or by name.
+_DATA_WORDS = (
+    "config configuration configure configured settings setting yaml yml json toml ini cfg csv "
+    "tsv ci workflow workflows pipeline github tox docker dataset data fixture fixtures "
+    "parameters params manifest dependencies dependency"
+)
 _ASKS_FOR = {
     FLAG_TEST: {
         "test",
@@ -30,6 +43,7 @@ _ASKS_FOR = {
     FLAG_DOCS: {"doc", "docs", "documentation", "readme", "guide", "changelog", "rst", "markdown"},
     FLAG_VENDORED: {"compat", "compatibility", "vendor", "vendored", "legacy", "deprecated"},
     FLAG_GENERATED: {"dist", "build", "generated", "bundle"},
+    FLAG_DATA: set(_DATA_WORDS.split()),
 }
 
 
@@ -92,6 +106,18 @@ _EVIDENCE_DEPTH = 3
 _EVIDENCE_CAP = 1.5
 
 
+def data_demotion(index: Index, q: Query, files: np.ndarray, flags: np.ndarray) -> np.ndarray:
+    """Data and configuration files rank below code for a question about behaviour; a query
+    that names the file (`fusion.json`, `ci.yml`) keeps it where it is."""
+    out = np.ones(len(files), dtype=np.float64)
+    text = q.text.lower()
+    for i in np.nonzero(flags & FLAG_DATA)[0].tolist():
+        name = index.files[int(files[i])]["path"].rsplit("/", 1)[-1].lower()
+        if name not in text:
+            out[i] = index.fusion["rerank"]["demote_data"]
+    return out
+
+
 def rerank(index: Index, q: Query, rows: np.ndarray, scores: np.ndarray) -> np.ndarray:
     """Code-aware multipliers: definitions named by the query, path matches, file coherence,
     and demotion of tests/examples/docs/vendored/generated code unless the query asks."""
@@ -121,9 +147,11 @@ def rerank(index: Index, q: Query, rows: np.ndarray, scores: np.ndarray) -> np.n
         if w["coherence"]:
             mult *= 1.0 + w["coherence"] * math.log1p(max(0, file_counts.get(f, 1) - 1))
         factor[f] = mult
-    bad_rows = (flags & ~np.uint8(asked & 0xFF)) != 0
+    bad_rows = (flags & ~np.uint8((asked | FLAG_DATA) & 0xFF)) != 0
     out *= np.fromiter((factor[f] for f in files.tolist()), dtype=np.float64, count=len(rows))
     out[bad_rows] *= w["demote"]
+    if not asked & FLAG_DATA:
+        out *= data_demotion(index, q, files, flags)
     if q.issue_sized and not asked & FLAG_DOCS and w["prose"] < 1.0:
         # A bug report is fixed in code: changelogs, docs pages and config rank below it.
         prose = np.fromiter((kinds[r] in PROSE_KINDS for r in rows.tolist()), dtype=bool)
@@ -133,7 +161,7 @@ def rerank(index: Index, q: Query, rows: np.ndarray, scores: np.ndarray) -> np.n
     for i, row in enumerate(rows.tolist()):
         mult = 1.0
         symbol = symbols[row].lower()
-        if kinds[row] == "module" and defines[row]:
+        if kinds[row] in ("module", "cell") and defines[row]:
             if any(name.lower() in q.identifiers for name in defines[row].split()):
                 mult *= 1.0 + w["definition"]
         elif kinds[row] in ("function", "method", "class") and symbol:

@@ -9,7 +9,8 @@ version 1 (which held the text itself) are counted and rewritten without it on t
 
 Two baselines, both in every report and labelled: the honest one, an agent without the index
 reads each distinct file a result came from once per session (a file is its path and its
-token count, so a changed file counts again); and the upper bound, each such file read again
+token count, so a changed file counts again; a notebook counts its cells' sources, not its JSON
+and outputs); and the upper bound, each such file read again
 for every query. Saved = baseline tokens - sent tokens, priced as input tokens (and as cached
 input tokens); output tokens are what the model writes and do not change. A session is one
 MCP server process, one `Index` object, or INDEXER_SESSION when set; CLI searches without it
@@ -40,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import IndexerError
+from .notebook import sources_text
 
 LOG_NAME = "savings.jsonl"
 CACHE_NAME = "savings_counts.json"
@@ -396,6 +398,8 @@ def _blob_text(repos: dict[str, Any], repo_path: str, blob: str) -> str | None:
 
             repos[repo_path] = pygit2.Repository(repo_path)
         data: bytes = repos[repo_path][blob].data
+        if data.lstrip()[:1] == b"{":  # a notebook read whole is at least its cells' sources,
+            return sources_text(data)  # not its JSON and base64 outputs (other JSON: as is)
         return data.decode("utf-8", errors="replace")
     except Exception:  # repository moved or object pruned: reported as unavailable
         return None

@@ -13,6 +13,7 @@ import sys
 from typing import Any
 
 from .errors import IndexerError
+from .notebook import location as notebook_location
 from .output import Style, color_enabled, emit_json
 from .terminal import clean
 
@@ -64,7 +65,9 @@ def cmd_search(args: argparse.Namespace) -> int:
             for rank, r in enumerate(records, 1):
                 name = clean(r["qualname"] or r["symbol"])
                 conf = f"confidence {r['confidence']:.2f} ({confidence_label(r['confidence'])})"
-                where = clean("{path}:{start_line}-{end_line}".format(**r))
+                where = clean(
+                    notebook_location(r["path"], r.get("cell"), r["start_line"], r["end_line"])
+                )
                 kind = clean("[{kind}]".format(**r))
                 lines.append(
                     f"{rank:>2}. {style(where, '36')}  {style(name, '1')} {style(kind, '2')}"
@@ -91,7 +94,8 @@ def cmd_show(args: argparse.Namespace) -> int:
     from .compress import parse_location
 
     index = Index.open(args.repo, index_dir=args.index_dir)
-    location = parse_location(args.id) if ":" in args.id else None
+    # Exact lines of a file; a notebook cell's location names its chunk (indexer/notebook.py).
+    location = parse_location(args.id) if ":" in args.id and "#cell=" not in args.id else None
     if location is not None:
         path, start, end = location
         lines = index.lines(path, start, start if end is None else end)
@@ -109,8 +113,8 @@ def cmd_show(args: argparse.Namespace) -> int:
         print(
             style(
                 clean(
-                    f"{chunk.path}:{chunk.start_line}-{chunk.end_line}  {chunk.qualname} "
-                    f"[{chunk.kind}]"
+                    f"{notebook_location(chunk.path, chunk.cell, chunk.start_line, chunk.end_line)}"
+                    f"  {chunk.qualname} [{chunk.kind}]"
                 ),
                 "36",
             )

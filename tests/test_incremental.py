@@ -88,6 +88,8 @@ def test_renames_reverts_and_branch_switches_reuse_the_blob_cache(
     assert Index(current_snapshot(index_dir)).commit == first
 
 
+NOTEBOOK = (Path(__file__).parent / "data" / "notebooks" / "pricing.ipynb").read_text()
+
 PIECES = {
     "a.py": [
         "def alpha():\n    return 1\n",
@@ -97,6 +99,8 @@ PIECES = {
     "pkg/b.py": [PYTHON_NET, "import os\n\ndef beta_helper_number(x):\n    return x\n"],
     "web/c.js": [JS_CART, "function gamma() { return 1 }\n"],
     "docs/d.md": ["# Title\n\nSome words about invoices.\n", "# Other\n\nText.\n"],
+    # A notebook, and the same notebook cut off (indexed as text and counted as a fallback).
+    "nb/e.ipynb": [NOTEBOOK, NOTEBOOK[: len(NOTEBOOK) // 2]],
 }
 
 operation = st.one_of(
