@@ -54,7 +54,7 @@ def cmd_mcp(args: argparse.Namespace) -> int:
 
 
 def cmd_savings(args: argparse.Namespace) -> int:
-    from .api import _git_dir
+    from .gitdir import git_dir as _git_dir
     from .savings import report, set_enabled
     from .store import default_index_dir
 

@@ -16,8 +16,9 @@ import numpy as np
 
 from .chunks import Chunk
 from .dense import DenseIndex
-from .errors import IndexerError, NotARepositoryError, check_types
+from .errors import IndexerError, check_types
 from .fusion import FusionConfig, confidence, recency_score, rrf
+from .gitdir import git_dir as _git_dir
 from .integrity import (
     CHUNK_SUMS,
     check_chunk,
@@ -26,7 +27,7 @@ from .integrity import (
     check_rows,
     corrupt_as_error,
 )
-from .lexical import LexicalIndex
+from .lexical import LexicalIndex, top_rows
 from .query import Query, parse_query
 from .rerank import file_evidence, rerank, saturate
 from .store import current_snapshot, default_index_dir, read_manifest
@@ -107,7 +108,15 @@ class Index:
                 raise IndexerError(f"{name} must be a path, not {type(value).__name__}")
         if index_dir is None:
             index_dir = default_index_dir(_git_dir(repo))
-        return cls(current_snapshot(Path(index_dir)), fusion)
+        snapshot = current_snapshot(Path(index_dir))
+        if _reused is None or fusion is not None:
+            return cls(snapshot, fusion)
+        # A long-lived server (indexer/serve.py): snapshots are immutable, so every open of the
+        # same one shares what was loaded; an update moves CURRENT and the next open follows.
+        index = _reused.get(snapshot.parent.parent)
+        if index is None or index.snapshot != snapshot:
+            index = _reused[snapshot.parent.parent] = cls(snapshot)
+        return index
 
     # -- lazily loaded parts (a cold `indexer search` loads only what it needs) ------------------
     @cached_property
@@ -376,17 +385,20 @@ class Index:
 
         boosts = q.term_weights(float(cfg["query"]["salient"]), float(cfg["query"]["prose"]))
         bm25, coverage = self.lexical.score(q.lexical, boosts)
-        hits = np.nonzero(bm25 > 0 if allowed is None else (bm25 > 0) & allowed)[0]
-        top_bm25 = hits[np.argsort(-bm25[hits], kind="stable")][:n_cand]
+        top_bm25 = top_rows(bm25 if allowed is None else np.where(allowed, bm25, 0), n_cand)
 
+        single = len(retrievers) == 1  # a retriever alone (ablations) keeps its full weight
+        w_bm25 = 1.0 if single else float(weights["bm25"])
+        w_dense = 1.0 if single else float(weights["dense"])
         dense_terms = q.dense
         if cfg["query"]["dense_salient"] and q.salient_dense:
             dense_terms = q.salient_dense  # a report's blur of prose hides its subject
         qvec = self.vectors.embed_terms(dense_terms)
-        if not qvec.any():
-            top_dense = np.zeros(0, dtype=np.int64)
-            dense_sims = np.zeros(0, dtype=np.float32)
-        else:
+        top_dense = np.zeros(0, dtype=np.int64)
+        dense_sims = np.zeros(0, dtype=np.float32)
+        # A dense list with no weight changes no rank: skip the scan (confidence still gets
+        # every candidate's cosine below).
+        if qvec.any() and "dense" in retrievers and w_dense > 0:
             sims, fids = self.dense.search(qvec, n_cand)
             valid = fids >= 0
             top_dense = self._rows_of_fids(fids[valid])
@@ -400,27 +412,16 @@ class Index:
         # Names BM25 cannot see (`g`, one letter) and exact definitions of a symbol query.
         exact = self.defining_rows(q.identifiers)[:n_cand] if q.symbol_like else top_bm25[:0]
         lists: list[tuple[np.ndarray, float]] = []
-        single = len(retrievers) == 1  # a retriever alone (ablations) keeps its full weight
         if "bm25" in retrievers:
-            lists.append((top_bm25, 1.0 if single else float(weights["bm25"])))
+            lists.append((top_bm25, w_bm25))
             if len(exact):
                 lists.append((exact, 1.0))
         if "dense" in retrievers:
-            lists.append((top_dense, 1.0 if single else float(weights["dense"])))
-        fused = rrf(lists, float(cfg["rrf_k"]))
-        if not fused:
+            lists.append((top_dense, w_dense))
+        rows, scores = rrf(lists, float(cfg["rrf_k"]))
+        if not len(rows):
             return []
-        rows = np.fromiter(fused, dtype=np.int64, count=len(fused))
-        scores = np.fromiter(fused.values(), dtype=np.float64, count=len(fused))
-
-        # Cosine similarity of every candidate (the dense list has it; others are reconstructed).
-        sim_of = dict(zip(top_dense.tolist(), dense_sims.tolist(), strict=True))
-        missing = [r for r in rows.tolist() if r not in sim_of]
-        if missing and qvec.any():
-            vecs = self.dense.reconstruct(self._fids[np.asarray(missing)])
-            for r, s in zip(missing, (vecs @ qvec).tolist(), strict=True):
-                sim_of[r] = s
-        similarity = np.asarray([sim_of.get(r, 0.0) for r in rows.tolist()], dtype=np.float32)
+        similarity = self._similarities(rows, top_dense, dense_sims, qvec)
 
         scores = file_evidence(self, rows, rerank(self, q, rows, scores))
         order = np.argsort(-scores, kind="stable")
@@ -471,6 +472,26 @@ class Index:
                 )
             )
         return out
+
+    def _similarities(
+        self, rows: np.ndarray, top_dense: np.ndarray, dense_sims: np.ndarray, qvec: np.ndarray
+    ) -> np.ndarray:
+        """Cosine of every candidate: from the dense list where it has the row, else from the
+        stored vector."""
+        similarity = np.zeros(len(rows), dtype=np.float32)
+        if not qvec.any():
+            return similarity
+        known = np.zeros(len(rows), dtype=bool)
+        if len(top_dense):
+            order = np.argsort(top_dense)
+            pos = np.clip(np.searchsorted(top_dense, rows, sorter=order), 0, len(order) - 1)
+            known = top_dense[order[pos]] == rows
+            similarity[known] = dense_sims[order[pos[known]]]
+        missing = rows[~known]
+        if len(missing):
+            vecs = self.dense.reconstruct(self._fids[missing])
+            similarity[~known] = vecs @ qvec
+        return similarity
 
     def _rows_of_fids(self, fids: np.ndarray) -> np.ndarray:
         sorted_fids, order = self._fid_lookup
@@ -580,6 +601,17 @@ class Index:
         self.close()
 
 
+_reused: dict[Path, Index] | None = None  # index dir -> open Index, set by reuse_open_indexes()
+
+
+def reuse_open_indexes() -> None:
+    """From now on `Index.open` returns the already open Index of an unchanged snapshot (for a
+    long-lived process whose requests each call Index.open; see indexer/serve.py)."""
+    global _reused
+    if _reused is None:
+        _reused = {}
+
+
 def _map_file(path: Path) -> Any:
     import mmap
 
@@ -592,24 +624,6 @@ def _map_file(path: Path) -> Any:
 def _load_array(path: Path) -> np.ndarray:
     array: np.ndarray = np.load(path, allow_pickle=False)
     return array
-
-
-def _git_dir(repo: str | os.PathLike[str] | None) -> str:
-    """The git directory of `repo` without importing pygit2 (keeps cold searches fast)."""
-    start = Path(repo if repo is not None else os.getcwd()).resolve()
-    if not start.exists():
-        raise NotARepositoryError(f"not a git repository: {start} (no such path)")
-    for candidate in (start, *start.parents):
-        dot_git = candidate / ".git"
-        if dot_git.is_dir():
-            return str(dot_git)
-        if dot_git.is_file():  # worktree or submodule: "gitdir: <path>"
-            text = dot_git.read_text(encoding="utf-8").strip()
-            if text.startswith("gitdir:"):
-                return str((candidate / text[7:].strip()).resolve())
-        if (candidate / "HEAD").is_file() and (candidate / "objects").is_dir():
-            return str(candidate)  # bare repository
-    raise NotARepositoryError(f"not a git repository: {start}")
 
 
 def timed_search(index: Index, query: str, k: int) -> tuple[list[SearchResult], float]:

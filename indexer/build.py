@@ -634,14 +634,14 @@ def _assemble(
         json.dumps(dict(sorted(skipped.items()))), encoding="utf-8"
     )
 
-    # Dense: stored fp16 vectors of kept rows, fresh embeddings for the rest.
+    # Dense: decoded vectors of kept rows (they re-encode to the same codes), fresh embeddings.
     vectors = np.zeros((n_rows, table.dim), dtype=np.float16)
     if base_rows:
         assert base is not None
         vectors[np.concatenate(kept_new_rows)] = base.vectors[np.concatenate(base_rows)]
     if new_dense:
         vectors[np.asarray(new_rows, dtype=np.int64)] = table.embed_many(new_dense)
-    DenseIndex.build(vectors.astype(np.float32), all_fids).save(directory)
+    DenseIndex.build(vectors.astype(np.float32), all_fids, table.quantizer_ranges()).save(directory)
 
     # Lexical: base postings of kept rows (remapped) merged with fresh rows' postings.
     lexical = _merge_lexical(base, base_rows, kept_new_rows, new_lexical, new_rows, n_rows)

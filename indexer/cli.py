@@ -8,9 +8,10 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from . import __version__, agent_cli, search_cli, share_cli
+from . import __version__, agent_cli, search_cli, serve_cli, share_cli
 from .errors import IndexerError
 from .output import emit_json as _emit_json
+from .serve_client import FORWARDED
 from .terminal import clean
 
 
@@ -42,10 +43,9 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 
 def _index_dir(args: argparse.Namespace) -> Path:
-    from .api import _git_dir
-    from .store import default_index_dir
+    from .gitdir import index_dir_of
 
-    return Path(args.index_dir) if args.index_dir else default_index_dir(_git_dir(args.repo))
+    return index_dir_of(args.repo, args.index_dir)
 
 
 def cmd_status(args: argparse.Namespace) -> int:
@@ -242,16 +242,38 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--rebuild", action="store_true", help="rebuild cached indexes")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_eval)
+    p = sub.add_parser(
+        "serve",
+        parents=[common],
+        help="keep the index loaded; search/show/related are then answered by this process",
+    )
+    p.add_argument("--background", action="store_true", help="detach and return at once")
+    p.add_argument(
+        "--idle-timeout",
+        type=float,
+        default=1800.0,
+        metavar="SECONDS",
+        help="exit after this long without requests (default 1800)",
+    )
+    p.add_argument("--stop", action="store_true", help="stop the running server")
+    p.add_argument("--status", action="store_true", help="is a server running, and its counts")
+    p.set_defaults(func=serve_cli.cmd_serve)
     agent_cli.add_commands(sub, common)  # related, mcp, savings, agents
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, forward: bool = True) -> int:
+    """Run one command; `forward`: let a running `indexer serve` answer read-only ones."""
     parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
     args = parser.parse_args(argv)
     try:
-        code: int = args.func(args)
-        return code
+        if forward and args.command in FORWARDED:
+            code = serve_cli.forwarded(args, argv, _index_dir(args))
+            if code is not None:
+                return code
+        code = args.func(args)
+        return int(code)
     except IndexerError as exc:
         print(f"indexer: error: {clean(exc)}", file=sys.stderr)
         return exc.exit_code

@@ -1,6 +1,10 @@
 """Dense retrieval: chunk vectors in FAISS (IndexIDMap2 over inner product, 64-bit ids).
 
-Vectors are stored as fp16 (IndexScalarQuantizer); cosine = inner product of unit vectors.
+Vectors are stored as 8-bit codes (IndexScalarQuantizer, QT_8bit): a quarter of float32, and
+a scan reads half the bytes of fp16. The per-dimension ranges are not trained on the corpus but
+come from the static vector table (`StaticVectors.quantizer_ranges`), so a vector's code does
+not depend on the other chunks: decoding and re-adding a kept vector gives the same code, and an
+incremental update stays byte-identical to a full build. Cosine = inner product of unit vectors.
 """
 
 from __future__ import annotations
@@ -22,16 +26,18 @@ class DenseIndex:
         self.index = index
 
     @classmethod
-    def build(cls, vectors: np.ndarray, ids: np.ndarray) -> DenseIndex:
+    def build(cls, vectors: np.ndarray, ids: np.ndarray, ranges: np.ndarray) -> DenseIndex:
+        """`ranges`: per-dimension half-width of the code range (values are clipped to it)."""
         import faiss
 
-        # fp16 storage: half the bytes of a flat index, faster scans, near-lossless for cosines.
+        dim = int(vectors.shape[1])
         inner = faiss.IndexScalarQuantizer(
-            int(vectors.shape[1]), faiss.ScalarQuantizer.QT_fp16, faiss.METRIC_INNER_PRODUCT
+            dim, faiss.ScalarQuantizer.QT_8bit, faiss.METRIC_INNER_PRODUCT
         )
+        trained = np.concatenate([-ranges, 2 * ranges]).astype(np.float32)  # (vmin, vdiff)
+        faiss.copy_array_to_vector(trained, inner.sq.trained)
+        inner.is_trained = True
         index = faiss.IndexIDMap2(inner)
-        # Round to fp16 here so that re-adding stored vectors (incremental updates) is exact.
-        vectors = np.asarray(vectors, dtype=np.float16).astype(np.float32)
         if len(ids):
             index.add_with_ids(
                 np.ascontiguousarray(vectors, dtype=np.float32),
@@ -49,13 +55,15 @@ class DenseIndex:
         return np.asarray(self.index.reconstruct_batch(keys), dtype=np.float32)  # type: ignore[attr-defined]
 
     def stored(self) -> tuple[np.ndarray, np.ndarray]:
-        """(ids, fp16 vectors) in insertion order, decoded straight from the index's codes."""
+        """(ids, fp16 vectors) in insertion order, decoded from the index's codes."""
         import faiss
 
         ids = faiss.vector_to_array(self.index.id_map).astype(np.int64)  # type: ignore[attr-defined]
         inner = faiss.downcast_index(self.index.index)  # type: ignore[attr-defined]
-        codes = faiss.vector_to_array(inner.codes)  # type: ignore[attr-defined]
-        return ids, codes.view(np.float16).reshape(len(ids), inner.d)
+        codes = faiss.vector_to_array(inner.codes).reshape(len(ids), -1)  # type: ignore[attr-defined]
+        if not len(ids):
+            return ids, np.zeros((0, inner.d), dtype=np.float16)
+        return ids, np.asarray(inner.sa_decode(codes), dtype=np.float16)
 
     @property
     def ntotal(self) -> int:

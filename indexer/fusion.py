@@ -153,15 +153,23 @@ def default_fusion_path() -> Path:
     return here.parent / "artifacts" / "fusion.json"
 
 
-def rrf(rank_lists: list[tuple[np.ndarray, float]], k: float) -> dict[int, float]:
-    """Reciprocal rank fusion: sum over lists of weight / (k + rank), ranks starting at 1."""
-    fused: dict[int, float] = {}
-    for rows, weight in rank_lists:
-        if weight == 0:
-            continue
-        for rank, row in enumerate(rows.tolist(), start=1):
-            fused[row] = fused.get(row, 0.0) + weight / (k + rank)
-    return fused
+def rrf(rank_lists: list[tuple[np.ndarray, float]], k: float) -> tuple[np.ndarray, np.ndarray]:
+    """Reciprocal rank fusion: sum over lists of weight / (k + rank), ranks starting at 1.
+
+    Returns (rows, scores), rows in order of first appearance (the first list's order, then rows
+    only later lists have), the order ties keep in a stable sort of the scores."""
+    used = [(np.asarray(rows, dtype=np.int64), w) for rows, w in rank_lists if w != 0]
+    if not used or not sum(len(rows) for rows, _ in used):
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
+    all_rows = np.concatenate([rows for rows, _ in used])
+    contrib = np.concatenate(
+        [w / (k + np.arange(1, len(rows) + 1, dtype=np.float64)) for rows, w in used]
+    )
+    unique, first, inverse = np.unique(all_rows, return_index=True, return_inverse=True)
+    # bincount adds in input order, as a running sum per row would.
+    sums = np.bincount(inverse, weights=contrib, minlength=len(unique))
+    order = np.argsort(first, kind="stable")
+    return unique[order], sums[order]
 
 
 def confidence(

@@ -110,9 +110,11 @@ class LexicalIndex:
         if len(ids) == 0:
             zeros = np.zeros(self.n_docs, dtype=np.float32)
             return zeros, zeros
-        starts, ends = self.indptr[ids], self.indptr[ids + 1]
-        lens = ends - starts
-        idx = np.concatenate([np.arange(s, e) for s, e in zip(starts, ends, strict=True)])
+        starts = self.indptr[ids]
+        lens = self.indptr[ids + 1] - starts
+        # Positions of every posting of the query's terms, without a Python loop per term.
+        before = np.cumsum(lens) - lens
+        idx = np.arange(int(lens.sum()), dtype=np.int64) + np.repeat(starts - before, lens)
         docs = self.docs[idx]
         bm25 = np.bincount(
             docs, weights=self.scores[idx] * np.repeat(weights, lens), minlength=self.n_docs
@@ -151,6 +153,19 @@ class LexicalIndex:
             np.load(directory / "bm25_tfs.npy", allow_pickle=False, mmap_mode="r"),
             np.load(directory / "bm25_doclen.npy", allow_pickle=False, mmap_mode="r"),
         )
+
+
+def top_rows(scores: np.ndarray, n: int) -> np.ndarray:
+    """Rows with a positive score, best first, at most n; ties keep row order.
+
+    Equal to a stable argsort of every hit, but a long query hits most chunks: partitioning
+    first sorts only the n best (and the rows tied with the n-th)."""
+    hits = np.nonzero(scores > 0)[0]
+    if len(hits) > n:
+        values = scores[hits]
+        nth = np.partition(values, len(values) - n)[len(values) - n]
+        hits = hits[values >= nth]  # the n best plus every row tied with the n-th
+    return hits[np.argsort(-scores[hits], kind="stable")][:n]
 
 
 def postings_of(

@@ -33,7 +33,7 @@ class Service:
     `--repo` does not stop the server: every tool answers with that error instead."""
 
     def __init__(self, repo: str | None, index_dir: str | None) -> None:
-        from .api import _git_dir
+        from .gitdir import git_dir as _git_dir
         from .savings import new_session
         from .store import default_index_dir
 

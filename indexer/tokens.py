@@ -7,6 +7,7 @@ get a light stemmer.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Iterator
 
@@ -90,11 +91,18 @@ _MAX_WORD = 64
 
 def split_identifier(word: str) -> list[str]:
     """`parseHTTPResponse_v2` → ['parse', 'http', 'response', 'v', '2']."""
+    return list(_split_cached(word))
+
+
+@functools.lru_cache(maxsize=1 << 17)
+def _split_cached(word: str) -> tuple[str, ...]:
+    # Code repeats its identifiers: a build splits millions of words but few distinct ones,
+    # and a long-lived search process splits the same symbols query after query.
     parts: list[str] = []
     for piece in word.split("_"):
         if piece:
             parts.extend(p.lower() for p in _PART.findall(piece))
-    return parts
+    return tuple(parts)
 
 
 def iter_words(text: str) -> Iterator[str]:

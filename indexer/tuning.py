@@ -60,7 +60,9 @@ def with_vectors(index: Index, table: StaticVectors, documents: Sequence[Sequenc
     FAISS index type) at a fraction of the cost: chunking and BM25 are reused.
     """
     view = Index(index.snapshot, index.fusion, vectors=table)
-    view.__dict__["dense"] = DenseIndex.build(table.embed_many(documents), view._fids)
+    view.__dict__["dense"] = DenseIndex.build(
+        table.embed_many(documents), view._fids, table.quantizer_ranges()
+    )
     return view
 
 

@@ -80,6 +80,14 @@ class StaticVectors:
         np.save(directory / "weights.npy", self.weights.astype(np.float32))
         (directory / "card.json").write_text(json.dumps(self.card, indent=2), encoding="utf-8")
 
+    def quantizer_ranges(self) -> np.ndarray:
+        """Per dimension, the largest |component| of any unit-length table row: the code range
+        of the dense index (a chunk vector is a normalised mean of rows, so it rarely exceeds
+        it; the rare excess is clipped). A function of the table alone, never of a corpus."""
+        rows = self.vectors.astype(np.float32)
+        rows /= np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1e-12)
+        return np.asarray(np.abs(rows).max(axis=0), dtype=np.float32)
+
     def term_weights(self, terms: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         counts = Counter(t for t in terms if t in self.vocab)
         ids = np.fromiter((self.vocab[t] for t in counts), dtype=np.int64, count=len(counts))

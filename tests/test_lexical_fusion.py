@@ -5,7 +5,7 @@ import pytest
 
 from indexer.errors import IndexerError
 from indexer.fusion import FusionConfig, confidence, recency_score, rrf
-from indexer.lexical import K1, B, LexicalIndex
+from indexer.lexical import K1, B, LexicalIndex, top_rows
 
 
 def test_bm25_matches_hand_computation() -> None:
@@ -38,11 +38,29 @@ def test_lexical_roundtrip(tmp_path) -> None:  # type: ignore[no-untyped-def]
 
 
 def test_rrf_sums_weighted_reciprocal_ranks() -> None:
-    fused = rrf([(np.array([7, 8]), 1.0), (np.array([8, 9]), 0.5)], k=60)
+    rows, scores = rrf([(np.array([7, 8]), 1.0), (np.array([8, 9]), 0.5)], k=60)
+    assert rows.tolist() == [7, 8, 9]  # order of first appearance
+    fused = dict(zip(rows.tolist(), scores.tolist(), strict=True))
     assert fused[8] == pytest.approx(1 / 62 + 0.5 / 61)
     assert fused[7] == pytest.approx(1 / 61)
     assert fused[9] == pytest.approx(0.5 / 62)
     assert max(fused, key=fused.__getitem__) == 8
+
+
+def test_rrf_skips_zero_weight_lists_and_handles_empty() -> None:
+    rows, scores = rrf([(np.array([3, 1]), 0.0), (np.array([], dtype=np.int64), 1.0)], k=60)
+    assert len(rows) == 0 and len(scores) == 0
+    rows, _ = rrf([(np.array([3, 1]), 0.0), (np.array([5]), 1.0)], k=60)
+    assert rows.tolist() == [5]
+
+
+def test_top_rows_equals_a_stable_full_sort() -> None:
+    rng = np.random.default_rng(0)
+    scores = rng.integers(0, 5, size=2000).astype(np.float32)  # many ties
+    for n in (1, 10, 200, 5000):
+        expected = np.nonzero(scores > 0)[0]
+        expected = expected[np.argsort(-scores[expected], kind="stable")][:n]
+        assert top_rows(scores, n).tolist() == expected.tolist()
 
 
 def test_confidence_formula_and_recency() -> None:

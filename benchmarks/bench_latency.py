@@ -1,0 +1,421 @@
+"""Query latency side by side with Semble: warm p50/p95 per query kind, cold CLI, search RSS.
+
+    python benchmarks/bench_latency.py --semble-python VENV/bin/python --semble-model M2V_DIR
+                                       [--work DIR] [--corpora sympy,big] [--repeats 5]
+
+Corpora: sympy 1.5 (~38k chunks) and "big": sympy 1.5 + Django 5.1.4 (sdist) + the .py files of
+the scikit-learn 1.5.2, scipy 1.14.1 and transformers 4.46.3 wheels (~150k+ chunks), each
+committed into a bare git repository. Both systems run in their own long-lived worker process and
+time each search in-process; queries alternate between the two workers, so drift on a shared
+machine hits both alike (report ratios). Three query kinds: identifiers (symbols sampled from the
+corpus), short questions, issue-sized texts (sympy issues from ../shared/devset). Cold: a whole
+`indexer search --json` process against `python -c "import numpy, faiss"`, alternating.
+Semble (PyPI `semble` 0.7) needs its own venv and a local model2vec model (see DEVELOPERS.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import time
+import zipfile
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+# --baseline runs an earlier checkout's code in its own workers (same run, same machine).
+sys.path.insert(0, os.environ.get("INDEXER_BENCH_SRC") or str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+SHORT_QUESTIONS = [
+    "solve a system of linear equations",
+    "how is the determinant of a matrix computed",
+    "simplify trigonometric expressions",
+    "latex printing of integrals",
+    "where are symbol assumptions like positive checked",
+    "series expansion around a point",
+    "prime factorization of an integer",
+    "lambdify with a numpy backend",
+    "hints for solving ordinary differential equations",
+    "pretty printer with unicode characters",
+    "how are rational numbers normalised",
+    "gcd of polynomials",
+    "parse a string into an expression",
+    "limits at infinity",
+    "integrate rational functions",
+    "code generation to C",
+    "how are database migrations applied",
+    "url routing and reverse resolution",
+    "csrf token validation middleware",
+    "fit a random forest classifier",
+    "sparse matrix multiplication",
+    "attention mask for a transformer model",
+    "tokenizer padding and truncation",
+    "cross validation splitting",
+]
+
+BIG_WHEELS = ["scikit-learn==1.5.2", "scipy==1.14.1", "transformers==4.46.3"]
+
+SEMBLE_WORKER = r"""
+import json, sys, time
+from semble import SembleIndex
+tree, model = sys.argv[1], sys.argv[2]
+start = time.perf_counter()
+index = SembleIndex.from_path(tree, model_path=model)
+print(json.dumps({"ready": round(time.perf_counter() - start, 2)}), flush=True)
+for line in sys.stdin:
+    q = json.loads(line)["q"]
+    t = time.perf_counter()
+    index.search(q, top_k=10)
+    print(json.dumps({"ms": (time.perf_counter() - t) * 1000}), flush=True)
+"""
+
+
+def ours_worker(index_dir: str) -> None:
+    """Serve timing requests for our index (runs in its own process: --worker DIR)."""
+    from indexer.api import Index
+    from indexer.store import current_snapshot
+
+    index = Index(current_snapshot(Path(index_dir)))
+    print(json.dumps({"ready": len(index)}), flush=True)
+    for line in sys.stdin:
+        q = json.loads(line)["q"]
+        t = time.perf_counter()
+        index.search(q, k=10, log=False)
+        print(json.dumps({"ms": (time.perf_counter() - t) * 1000}), flush=True)
+
+
+class Worker:
+    def __init__(self, cmd: list[str], env: dict[str, str] | None = None) -> None:
+        self.proc = subprocess.Popen(
+            cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env
+        )
+        self.ready = self._read()["ready"]
+
+    def _read(self) -> dict[str, Any]:
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        if not line:
+            raise SystemExit(f"worker {self.proc.args} died")
+        data: dict[str, Any] = json.loads(line)
+        return data
+
+    def time(self, q: str) -> float:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps({"q": q}) + "\n")
+        self.proc.stdin.flush()
+        return float(self._read()["ms"])
+
+    def close(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        self.proc.wait(timeout=60)
+
+
+def wheel_sources(spec: str, work: Path) -> Path:
+    """The .py files of a wheel, unpacked under WORK/src/wheels/NAME (no build needed)."""
+    name = spec.split("==")[0]
+    out = work / "src" / "wheels" / name
+    if out.is_dir():
+        return out
+    dl = work / "wheels"
+    dl.mkdir(parents=True, exist_ok=True)
+    subprocess.run(
+        [
+            *(sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary", ":all:"),
+            *(
+                "--python-version",
+                "3.11",
+                "--platform",
+                "manylinux2014_x86_64",
+                spec,
+                "-d",
+                str(dl),
+            ),
+        ],
+        check=True,
+    )
+    wheel = next(p for p in dl.glob("*.whl") if p.name.lower().startswith(name.replace("-", "_")))
+    with zipfile.ZipFile(wheel) as archive:
+        for member in archive.namelist():
+            if member.endswith(".py") and ".dist-info" not in member:
+                archive.extract(member, out)
+    return out
+
+
+def corpus(name: str, work: Path, trees: Path | None) -> tuple[Path, Path]:
+    """(source tree, bare git repository) of a corpus."""
+    import shutil
+
+    from bench_core import sdist_tree
+
+    from indexer.evaluate import commit_tree
+
+    sympy = sdist_tree("sympy==1.5", work, trees)
+    if name == "sympy":
+        tree = sympy
+    else:
+        tree = work / "staging" / "big"
+        if not tree.is_dir():
+            parts = [sympy, sdist_tree("django==5.1.4", work, None)]
+            parts += [wheel_sources(spec, work) for spec in BIG_WHEELS]
+            for part in parts:
+                shutil.copytree(part, tree / part.name, dirs_exist_ok=True)
+    git_dir = work / "repos" / f"{name}.git"
+    if not (git_dir / "HEAD").exists():
+        commit_tree(tree, git_dir)
+    return tree, git_dir
+
+
+def ensure_index(git_dir: Path, index_dir: Path, env: dict[str, str] | None = None) -> None:
+    if (index_dir / "CURRENT").exists():
+        return
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "indexer",
+            "build",
+            "--repo",
+            str(git_dir),
+            "--json",
+            "--index-dir",
+            str(index_dir),
+        ],
+        check=True,
+        stdout=subprocess.DEVNULL,
+        env=env,
+    )
+
+
+def query_sets(index_dir: Path, devset: Path) -> dict[str, list[str]]:
+    from indexer.api import Index
+    from indexer.store import current_snapshot
+
+    index = Index(current_snapshot(index_dir))
+    rng = random.Random(0)
+    rows = rng.sample(range(len(index)), min(len(index), 4000))
+    symbols: list[str] = []
+    for row in rows:
+        chunk = index.chunk_at(row, with_text=False)
+        if (
+            chunk.kind in ("function", "method", "class")
+            and len(chunk.symbol) >= 6
+            and chunk.symbol not in symbols
+            and not chunk.symbol.startswith("test")
+        ):
+            symbols.append(chunk.symbol)
+        if len(symbols) == 20:
+            break
+    issues = [
+        json.loads(line)["query"]
+        for line in (devset / "instances.jsonl").read_text().splitlines()
+        if line.strip() and json.loads(line)["repo"] == "sympy/sympy"
+    ][:20]
+    return {"identifier": symbols, "question": SHORT_QUESTIONS, "issue": issues}
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def warm(
+    workers: dict[str, Worker], queries: dict[str, list[str]], repeats: int
+) -> dict[str, dict[str, dict[str, float]]]:
+    times: dict[str, dict[str, list[float]]] = {w: {k: [] for k in queries} for w in workers}
+    for qs in queries.values():
+        for q in qs:  # warm-up: every query once per system
+            for worker in workers.values():
+                worker.time(q)
+    names = list(workers)
+    for rep in range(repeats):
+        for kind, qs in queries.items():
+            for q in qs:
+                for name in names if rep % 2 == 0 else reversed(names):
+                    times[name][kind].append(workers[name].time(q))
+    return {
+        name: {
+            kind: {
+                "p50_ms": round(statistics.median(ts), 3),
+                "p95_ms": round(percentile(ts, 0.95), 3),
+            }
+            for kind, ts in per_kind.items()
+        }
+        for name, per_kind in times.items()
+    }
+
+
+def cold(
+    git_dir: Path, index_dir: Path, queries: list[str], runs: int, baseline: Baseline | None
+) -> dict[str, float]:
+    """Whole `indexer search --json` processes against the import floor, alternating: run in
+    the process (no server), forwarded to a running `indexer serve`, and the baseline's."""
+    import tempfile
+
+    times: dict[str, list[float]] = {"floor": [], "search": [], "served": [], "baseline": []}
+    base = ["--repo", str(git_dir), "--json"]
+    with tempfile.TemporaryDirectory() as run_dir:
+        env = dict(os.environ, INDEXER_SAVINGS="0", XDG_RUNTIME_DIR=run_dir)
+        indexer = [sys.executable, "-m", "indexer"]
+        ours = [*base, "--index-dir", str(index_dir)]
+        subprocess.run(
+            [*indexer, "serve", "--background", *ours], check=True, env=env, capture_output=True
+        )
+        try:
+            for i in range(runs):
+                q = queries[i % len(queries)]
+                variants = [
+                    ("floor", [sys.executable, "-c", "import numpy, faiss"], env),
+                    ("search", [*indexer, "search", q, *ours], dict(env, INDEXER_SERVE="0")),
+                    ("served", [*indexer, "search", q, *ours], env),
+                ]
+                if baseline is not None:
+                    cmd = [*indexer, "search", q, *base, "--index-dir", str(baseline.index_dir)]
+                    variants.append(("baseline", cmd, dict(env, **baseline.env)))
+                for name, cmd, run_env in variants:
+                    start = time.perf_counter()
+                    subprocess.run(cmd, check=False, capture_output=True, env=run_env)
+                    times[name].append((time.perf_counter() - start) * 1000)
+        finally:
+            subprocess.run(
+                [*indexer, "serve", "--stop", *ours], check=False, env=env, capture_output=True
+            )
+    med = {k: statistics.median(v) for k, v in times.items() if v}
+    out = {f"{k}_ms": round(v, 1) for k, v in med.items()}
+    out.update({f"{k}_ratio": round(v / med["floor"], 2) for k, v in med.items() if k != "floor"})
+    return out
+
+
+class Baseline:
+    """An earlier checkout (`--baseline DIR`): its own index, built and searched by its code."""
+
+    def __init__(self, src: Path, work: Path, name: str, git_dir: Path) -> None:
+        self.env = {"PYTHONPATH": str(src), "INDEXER_BENCH_SRC": str(src)}
+        self.index_dir = work / "indexes" / f"{name}-baseline"
+        ensure_index(git_dir, self.index_dir, dict(os.environ, **self.env))
+
+
+def search_rss(index_dir: Path, queries: list[str], env: dict[str, str] | None = None) -> float:
+    """Peak RSS (MB) of a process that opens the index and runs every query."""
+    code = (
+        "import json, resource, sys\n"
+        "from pathlib import Path\n"
+        "from indexer.api import Index\n"
+        "from indexer.store import current_snapshot\n"
+        "index = Index(current_snapshot(Path(sys.argv[1])))\n"
+        "for q in json.loads(sys.stdin.read()):\n"
+        "    index.search(q, k=10, log=False)\n"
+        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code, str(index_dir)],
+        input=json.dumps(queries),
+        capture_output=True,
+        text=True,
+        check=True,
+        env=env,
+    )
+    return round(float(proc.stdout.strip()), 1)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--work", type=Path, default=ROOT / ".bench" / "latency")
+    parser.add_argument("--trees", type=Path, default=None, help="unpacked devset trees")
+    parser.add_argument("--devset", type=Path, default=ROOT.parent / "shared" / "devset")
+    parser.add_argument("--corpora", default="sympy,big")
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--cold-runs", type=int, default=10)
+    parser.add_argument("--semble-python", default=None, help="python of a venv with semble")
+    parser.add_argument("--semble-model", default=None, help="local model2vec model directory")
+    parser.add_argument("--baseline", type=Path, default=None, help="an earlier checkout")
+    parser.add_argument("--worker", default=None, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.worker:
+        ours_worker(args.worker)
+        return 0
+    work = args.work.resolve()
+    work.mkdir(parents=True, exist_ok=True)
+    results: dict[str, Any] = {}
+    for name in args.corpora.split(","):
+        tree, git_dir = corpus(name, work, args.trees)
+        index_dir = work / "indexes" / name
+        ensure_index(git_dir, index_dir)
+        queries = query_sets(index_dir, args.devset)
+        workers = {"indexer": Worker([sys.executable, __file__, "--worker", str(index_dir)])}
+        entry: dict[str, Any] = {"chunks": workers["indexer"].ready}
+        baseline = Baseline(args.baseline, work, name, git_dir) if args.baseline else None
+        if baseline is not None:
+            workers["baseline"] = Worker(
+                [sys.executable, __file__, "--worker", str(baseline.index_dir)],
+                env=dict(os.environ, **baseline.env),
+            )
+        if args.semble_python and args.semble_model:
+            workers["semble"] = Worker(
+                [args.semble_python, "-c", SEMBLE_WORKER, str(tree), args.semble_model],
+                env=dict(os.environ, HF_HUB_OFFLINE="1"),
+            )
+            entry["semble_index_s"] = workers["semble"].ready
+        entry["warm"] = warm(workers, queries, args.repeats)
+        for worker in workers.values():
+            worker.close()
+        all_queries = [q for qs in queries.values() for q in qs]
+        entry["cold"] = cold(git_dir, index_dir, all_queries, args.cold_runs, baseline)
+        entry["search_rss_mb"] = search_rss(index_dir, all_queries)
+        if baseline is not None:
+            entry["baseline_rss_mb"] = search_rss(
+                baseline.index_dir, all_queries, dict(os.environ, **baseline.env)
+            )
+        results[name] = entry
+        print(f"{name}: {json.dumps(entry)}", file=sys.stderr)
+    print(report(results))
+    (work / "results.json").write_text(json.dumps(results, indent=2))
+    return 0
+
+
+def report(results: dict[str, Any]) -> str:
+    def pair(m: dict[str, float] | None) -> str:
+        return f"{m['p50_ms']} / {m['p95_ms']}" if m else "-"
+
+    def ratio(a: dict[str, float], b: dict[str, float] | None, key: str) -> str:
+        return f"{a[key] / b[key]:.2f}" if b else "-"
+
+    lines = [
+        "| corpus | chunks | kind | indexer p50 / p95 ms | semble p50 / p95 ms | baseline p50 "
+        "/ p95 ms | p50 / p95 vs semble | p50 vs baseline |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for name, entry in results.items():
+        warm = entry["warm"]
+        for kind, m in warm["indexer"].items():
+            s = warm.get("semble", {}).get(kind)
+            b = warm.get("baseline", {}).get(kind)
+            lines.append(
+                f"| {name} | {entry['chunks']} | {kind} | {pair(m)} | {pair(s)} | {pair(b)} | "
+                f"{ratio(m, s, 'p50_ms')} / {ratio(m, s, 'p95_ms')} | {ratio(m, b, 'p50_ms')} |"
+            )
+    lines += [
+        "",
+        "| corpus | import numpy, faiss ms | cold search ms (× floor) | with `indexer serve` ms "
+        "(× floor) | baseline cold ms (× floor) | search RSS MB (baseline) |",
+        "|---|---|---|---|---|---|",
+    ]
+    for name, entry in results.items():
+        c = entry["cold"]
+        base = f"{c['baseline_ms']} ({c['baseline_ratio']})" if "baseline_ms" in c else "-"
+        lines.append(
+            f"| {name} | {c['floor_ms']} | {c['search_ms']} ({c['search_ratio']}) | "
+            f"{c['served_ms']} ({c['served_ratio']}) | {base} | {entry['search_rss_mb']} "
+            f"({entry.get('baseline_rss_mb', '-')}) |"
+        )
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
