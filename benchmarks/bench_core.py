@@ -108,7 +108,7 @@ def make_repo(trees: list[Path], work: Path, name: str) -> Path:
     return git_dir
 
 
-def build(git_dir: Path, index_dir: Path) -> dict[str, float]:
+def build(git_dir: Path, index_dir: Path, env: dict[str, str] | None = None) -> dict[str, float]:
     before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     start = time.perf_counter()
     proc = subprocess.run(
@@ -125,6 +125,7 @@ def build(git_dir: Path, index_dir: Path) -> dict[str, float]:
         ],
         capture_output=True,
         text=True,
+        env=env,
     )
     seconds = time.perf_counter() - start
     if proc.returncode != 0:

@@ -173,24 +173,10 @@ def corpus(name: str, work: Path, trees: Path | None) -> tuple[Path, Path]:
 
 
 def ensure_index(git_dir: Path, index_dir: Path, env: dict[str, str] | None = None) -> None:
-    if (index_dir / "CURRENT").exists():
-        return
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "indexer",
-            "build",
-            "--repo",
-            str(git_dir),
-            "--json",
-            "--index-dir",
-            str(index_dir),
-        ],
-        check=True,
-        stdout=subprocess.DEVNULL,
-        env=env,
-    )
+    from bench_core import build
+
+    if not (index_dir / "CURRENT").exists():
+        build(git_dir, index_dir, env)
 
 
 def query_sets(index_dir: Path, devset: Path) -> dict[str, list[str]]:
