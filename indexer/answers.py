@@ -123,6 +123,8 @@ def fold_split_tails(
 
 
 def _first_part_if_tail(index: Any, row: int) -> int:
+    if index._columns["kinds"][row] not in ("function", "method"):
+        return row  # the kinds column answers without decoding the chunk's record
     chunk = index.chunk_at(row, with_text=False)
     if (
         chunk.kind not in ("function", "method")
