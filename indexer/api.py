@@ -17,7 +17,7 @@ import numpy as np
 from .chunks import Chunk
 from .dense import DenseIndex
 from .errors import IndexerError, check_types
-from .fusion import FusionConfig, confidence, recency_score, rrf
+from .fusion import FusionConfig
 from .gitdir import git_dir as _git_dir
 from .integrity import (
     CHUNK_SUMS,
@@ -27,9 +27,9 @@ from .integrity import (
     check_rows,
     corrupt_as_error,
 )
-from .lexical import LexicalIndex, top_rows
+from .lexical import LexicalIndex
 from .query import Query, parse_query
-from .rerank import file_evidence, rerank, saturate
+from .ranking import rank
 from .store import current_snapshot, default_index_dir, read_manifest
 from .tokens import path_terms
 from .vectors import StaticVectors
@@ -377,121 +377,8 @@ class Index:
         retrievers: tuple[str, ...] = ("bm25", "dense"),
         allowed: np.ndarray | None = None,
     ) -> list[tuple[int, dict[str, float]]]:
-        cfg = self.fusion
-        if len(self) == 0:
-            return []  # an empty index (nothing indexable): FAISS cannot search for 0 results
-        n_cand = min(int(cfg["candidates"]), len(self))
-        weights = cfg["retriever_weights"][q.kind(int(cfg["long_query_words"]))]
-
-        boosts = q.term_weights(float(cfg["query"]["salient"]), float(cfg["query"]["prose"]))
-        bm25, coverage = self.lexical.score(q.lexical, boosts)
-        top_bm25 = top_rows(bm25 if allowed is None else np.where(allowed, bm25, 0), n_cand)
-
-        single = len(retrievers) == 1  # a retriever alone (ablations) keeps its full weight
-        w_bm25 = 1.0 if single else float(weights["bm25"])
-        w_dense = 1.0 if single else float(weights["dense"])
-        dense_terms = q.dense
-        if cfg["query"]["dense_salient"] and q.salient_dense:
-            dense_terms = q.salient_dense  # a report's blur of prose hides its subject
-        qvec = self.vectors.embed_terms(dense_terms)
-        top_dense = np.zeros(0, dtype=np.int64)
-        dense_sims = np.zeros(0, dtype=np.float32)
-        # A dense list with no weight changes no rank: skip the scan (confidence still gets
-        # every candidate's cosine below).
-        if qvec.any() and "dense" in retrievers and w_dense > 0:
-            sims, fids = self.dense.search(qvec, n_cand)
-            valid = fids >= 0
-            top_dense = self._rows_of_fids(fids[valid])
-            dense_sims = sims[valid]
-            if allowed is not None:  # filters: only the allowed part of the dense top-N
-                top_dense, dense_sims = (
-                    top_dense[allowed[top_dense]],
-                    dense_sims[allowed[top_dense]],
-                )
-
-        # Names BM25 cannot see (`g`, one letter) and exact definitions of a symbol query.
-        exact = self.defining_rows(q.identifiers)[:n_cand] if q.symbol_like else top_bm25[:0]
-        lists: list[tuple[np.ndarray, float]] = []
-        if "bm25" in retrievers:
-            lists.append((top_bm25, w_bm25))
-            if len(exact):
-                lists.append((exact, 1.0))
-        if "dense" in retrievers:
-            lists.append((top_dense, w_dense))
-        rows, scores = rrf(lists, float(cfg["rrf_k"]))
-        if not len(rows):
-            return []
-        similarity = self._similarities(rows, top_dense, dense_sims, qvec)
-
-        scores = file_evidence(self, rows, rerank(self, q, rows, scores))
-        order = np.argsort(-scores, kind="stable")
-        rows, scores, similarity = rows[order], scores[order], similarity[order]
-        rows, scores, similarity = saturate(self, rows, scores, similarity)
-        graph_cfg = cfg["graph"]
-        if graph_cfg["expand"] or graph_cfg["ppr"] or graph_cfg["file_boost"]:
-            from .graph import graph_rerank  # only when enabled: searches never load the graph
-
-            rows, scores, similarity = graph_rerank(self, rows, scores, similarity, graph_cfg)
-        if allowed is not None:  # filters hold for every candidate source (exact names, graph)
-            keep = allowed[rows]
-            rows, scores, similarity = rows[keep], scores[keep], similarity[keep]
-            if not len(rows):
-                return []
-
-        keyword = coverage[rows]
-        recency = recency_score(
-            self._file_times[self._chunk_file[rows]],
-            int(self.manifest["commit_time"]),
-            float(cfg["recency_half_life_days"]),
-        )
-        conf = confidence(similarity, keyword, recency, cfg)
-
-        rule = cfg["threshold"]
-        if cut:
-            if (
-                float(similarity.max(initial=0)) < rule["min_similarity"]
-                and len(top_bm25) + len(exact) == 0
-            ):
-                return []
-            keep = conf >= rule["relative"] * float(conf[: max(k, 1)].max(initial=0))
-            keep[: int(rule["min_results"])] = True
-            rows, scores, similarity = rows[keep], scores[keep], similarity[keep]
-            keyword, recency, conf = keyword[keep], recency[keep], conf[keep]
-        out = []
-        for i in range(min(k, len(rows))):
-            out.append(
-                (
-                    int(rows[i]),
-                    {
-                        "score": float(scores[i]),
-                        "confidence": float(conf[i]),
-                        "similarity": float(similarity[i]),
-                        "keyword": float(keyword[i]),
-                        "recency": float(recency[i]),
-                    },
-                )
-            )
-        return out
-
-    def _similarities(
-        self, rows: np.ndarray, top_dense: np.ndarray, dense_sims: np.ndarray, qvec: np.ndarray
-    ) -> np.ndarray:
-        """Cosine of every candidate: from the dense list where it has the row, else from the
-        stored vector."""
-        similarity = np.zeros(len(rows), dtype=np.float32)
-        if not qvec.any():
-            return similarity
-        known = np.zeros(len(rows), dtype=bool)
-        if len(top_dense):
-            order = np.argsort(top_dense)
-            pos = np.clip(np.searchsorted(top_dense, rows, sorter=order), 0, len(order) - 1)
-            known = top_dense[order[pos]] == rows
-            similarity[known] = dense_sims[order[pos[known]]]
-        missing = rows[~known]
-        if len(missing):
-            vecs = self.dense.reconstruct(self._fids[missing])
-            similarity[~known] = vecs @ qvec
-        return similarity
+        """Ranked (row, scores) pairs: see indexer/ranking.py."""
+        return rank(self, q, k, cut, retrievers, allowed)
 
     def _rows_of_fids(self, fids: np.ndarray) -> np.ndarray:
         sorted_fids, order = self._fid_lookup
