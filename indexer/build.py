@@ -1,5 +1,9 @@
 """Builds: git tree -> chunks (parallel, cached by blob) -> BM25 + dense vectors -> a snapshot.
 
+Workers (indexer/pipeline.py, run by indexer/cluster.py on a local pool or a Dask cluster) turn
+each file into finished rows in one pass; this module streams them into the snapshot in path
+order (indexer/rows.py) and writes the manifest.
+
 A full build and an incremental update are the same assembly: every file of the target tree is
 either *kept* from a base snapshot (same path, same blob: its metadata, text, BM25 postings and
 vector are copied, never recomputed) or *fresh* (chunks from the blob cache, or chunked now).
@@ -12,23 +16,22 @@ from __future__ import annotations
 import json
 import mmap
 import os
-import re
 import sys
 import time
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from functools import cache
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from .blobcache import BlobCache, CachedFile
-from .chunker import CHUNKER_VERSION, Chunk, chunk_records, materialize, path_stem
-from .dense import DenseIndex, faiss_id
+from .blobcache import BlobCache
+from .chunker import CHUNKER_VERSION, Chunk
+from .cluster import run_batches
+from .dense import DenseIndex
 from .errors import IndexerError
 from .gitsource import (
     SourceFile,
-    content_skip_reason,
     coverage_warnings,
     last_change_times,
     list_tree,
@@ -36,11 +39,10 @@ from .gitsource import (
     repo_root,
     resolve_commit,
 )
-from .integrity import CHUNK_SUMS, chunk_sum, chunk_sums
-from .lexical import LexicalIndex, postings_of
-from .notebook import fallback_reason
-from .pathclass import content_flags
-from .secrets import redact
+from .integrity import CHUNK_SUMS, chunk_sums
+from .lexical import LexicalIndex
+from .pipeline import BuildContext, FileResult, module_definitions
+from .rows import RowCollector
 from .store import (
     SnapshotWriter,
     current_snapshot,
@@ -49,7 +51,6 @@ from .store import (
     read_manifest,
     snapshots_of,
 )
-from .tokens import code_terms, lexical_terms, path_terms, stem
 from .vectors import StaticVectors, default_table_dir
 
 
@@ -79,51 +80,6 @@ class BuildReport:
 # -- chunking (worker processes) -----------------------------------------------------------------
 
 
-@cache
-def _worker_repo(path: str) -> Any:
-    import pygit2
-
-    return pygit2.Repository(path)
-
-
-def record_documents(record: dict[str, Any]) -> tuple[list[str], list[str]]:
-    """Path-independent BM25 and dense terms of one chunk record (text + symbol names)."""
-    names = f"{record['qualname']} {record['symbol']}"
-    lexical = lexical_terms(record["text"]) + lexical_terms(names) * 2
-    dense = code_terms(record["text"]) + code_terms(names) * 2
-    return lexical, dense
-
-
-def path_documents(path: str) -> tuple[list[str], list[str]]:
-    """The path's share of every chunk's terms, so `oauth2` finds `security/oauth2.py`."""
-    terms = path_terms(path)
-    return [stem(t) for t in terms], terms
-
-
-def chunk_blob(data: bytes, path: str, language: str) -> CachedFile:
-    reason = content_skip_reason(path, data)
-    if reason:
-        return CachedFile(reason, [], [], [])
-    # The one place file text enters chunking: secrets never reach texts, terms or vectors.
-    data, redacted = redact(data)
-    records = chunk_records(path_stem(path), language, data)
-    docs = [record_documents(r) for r in records]
-    fallback = fallback_reason(language, records)
-    return CachedFile(None, records, [d[0] for d in docs], [d[1] for d in docs], redacted, fallback)
-
-
-def chunk_batch(repo_path: str, items: list[tuple[str, str, str]]) -> list[CachedFile]:
-    """Worker: read blobs from git and chunk them. Any failure skips the file, never the build."""
-    repo = _worker_repo(repo_path)
-    results: list[CachedFile] = []
-    for path, blob, language in items:
-        try:
-            results.append(chunk_blob(repo[blob].data, path, language))
-        except Exception as exc:  # a parser bug must not break the build
-            results.append(CachedFile(f"error:{type(exc).__name__}", [], [], []))
-    return results
-
-
 class Progress:
     """A one-line progress bar on a terminal's stderr; silent otherwise."""
 
@@ -148,27 +104,6 @@ class Progress:
         if self.enabled and self.total:
             sys.stderr.write("\n")
             sys.stderr.flush()
-
-
-def chunk_files(
-    repo_path: str, items: list[tuple[str, str, str]], jobs: int, progress: Progress
-) -> list[CachedFile]:
-    batches = [items[i : i + 32] for i in range(0, len(items), 32)]
-    results: list[CachedFile] = []
-    if jobs <= 1 or len(items) < 200:
-        for batch in batches:
-            results.extend(chunk_batch(repo_path, batch))
-            progress.advance(len(batch))
-        return results
-    from joblib import delayed
-
-    from .workers import parallel
-
-    pool = parallel(jobs, return_as="generator", batch_size=1)
-    for batch_result in pool(delayed(chunk_batch)(repo_path, b) for b in batches):
-        results.extend(batch_result)
-        progress.advance(len(batch_result))
-    return results
 
 
 # -- the base snapshot an update starts from ------------------------------------------------------
@@ -258,15 +193,6 @@ def open_base(index_dir: Path) -> BaseSnapshot | None:
 # -- assembly ------------------------------------------------------------------------------------
 
 
-@dataclass
-class _Fresh:
-    """A file chunked (or taken from the cache) for this build."""
-
-    chunks: list[Chunk]
-    lexical: list[list[str]]
-    dense: list[list[str]]
-
-
 def build_index(
     repo: str | os.PathLike[str] | None = None,
     rev: str | None = None,
@@ -275,9 +201,13 @@ def build_index(
     progress: bool | None = None,
     vectors_dir: str | os.PathLike[str] | None = None,
     incremental: bool = False,
+    backend: str = "local",
+    scheduler: str | None = None,
 ) -> BuildReport:
     """Index the tree of `rev` (default HEAD). With `incremental`, reuse the current snapshot
-    and the blob cache: only blobs never seen before are chunked."""
+    and the blob cache: only blobs never seen before are chunked. `backend` is where the
+    per-file work runs: "local" (a process pool of `jobs`) or "dask" (the cluster whose
+    scheduler is at `scheduler`; workers read the repository at the same path)."""
     started = time.perf_counter()
     repository = open_repository(repo)
     commit = resolve_commit(repository, rev)
@@ -298,46 +228,37 @@ def build_index(
     files = sorted(listing.files, key=lambda f: f.path)
     cache_store = BlobCache(target / "blobcache")
 
-    kept: list[SourceFile] = []
-    to_chunk: list[SourceFile] = []
-    fresh: dict[str, CachedFile] = {}
+    kept_paths: set[str] = set()
+    to_index: list[SourceFile] = []
     skipped: dict[str, list[str]] = {p: ["", r] for r, ps in listing.skipped.items() for p in ps}
     for f in files:
         if base is not None and base.blob_of.get(f.path) == f.blob:
-            kept.append(f)
-            continue
-        if base is not None and base.skipped.get(f.path, [None])[0] == f.blob:
+            kept_paths.add(f.path)
+        elif base is not None and base.skipped.get(f.path, [None])[0] == f.blob:
             skipped[f.path] = base.skipped[f.path]
-            continue
-        cached = cache_store.get(f.blob, f.language or "text", path_stem(f.path))
-        if cached is not None:
-            fresh[f.path] = cached
         else:
-            to_chunk.append(f)
-    cached_count = len(fresh)
+            to_index.append(f)
 
-    bar = Progress("chunking", len(to_chunk), progress)
-    items = [(f.path, f.blob, f.language or "text") for f in to_chunk]
-    results = chunk_files(repository.path, items, jobs or min(os.cpu_count() or 1, 8), bar)
-    bar.close()
-    for f, result in zip(to_chunk, results, strict=True):
-        fresh[f.path] = result
-        if not (result.skip_reason or "").startswith("error:"):
-            cache_store.put(f.blob, f.language or "text", path_stem(f.path), result)
-
-    kept_paths = {f.path for f in kept}
-    indexed = []
-    for f in files:
-        entry = fresh.get(f.path)
-        if entry is not None and entry.skip_reason:
-            skipped[f.path] = [f.blob, entry.skip_reason]
-        elif entry is not None or f.path in kept_paths:
-            indexed.append(f)
-
-    times = _change_times(repository, commit, base, indexed, kept_paths)
+    # A full build takes the graph facts from the workers' pass; an update's graph step reuses
+    # the base graph and reads the fresh files' chunks.
+    context = BuildContext(
+        repository.path, str(table_dir), str(cache_store.directory), base is None
+    )
+    items = [(f.path, f.blob, f.language or "text") for f in to_index]
+    batches = run_batches(context, items, jobs or min(os.cpu_count() or 1, 8), backend, scheduler)
+    bar = Progress("indexing", len(to_index), progress)
     writer = SnapshotWriter(target)
     try:
-        manifest = _assemble(writer.path, indexed, kept_paths, fresh, base, table, times, skipped)
+        assembled = _assemble(writer.path, files, kept_paths, batches, base, table, skipped, bar)
+        bar.close()
+        indexed = assembled.indexed
+        times = _change_times(repository, commit, base, indexed, kept_paths)
+        for record in assembled.file_records:
+            record["time"] = times.get(record["path"], 0)
+        (writer.path / "files.json").write_text(
+            json.dumps(assembled.file_records), encoding="utf-8"
+        )
+        manifest = assembled.manifest
         manifest.update(
             commit=str(commit.id),
             commit_time=int(commit.commit_time),
@@ -353,8 +274,10 @@ def build_index(
         # An update publishes the searchable snapshot first and adds the code graph (whose
         # global name resolution is the slowest step) in a second snapshot right after.
         defer_graph = base is not None and _has_graph(base.path)
-        if not defer_graph:
-            _write_graph(writer.path, repository.path, indexed, base, fresh)
+        if base is None:
+            _write_facts(writer.path, assembled.facts)
+        elif not defer_graph:
+            _write_graph(writer.path, repository.path, indexed, base, assembled.chunks)
         snapshot = writer.publish(manifest)
     except BaseException:
         writer.abort()
@@ -365,15 +288,16 @@ def build_index(
         graph_writer = SnapshotWriter(target)
         try:
             graph_writer.link_from(snapshot, published["files"])
-            _write_graph(graph_writer.path, repository.path, indexed, base, fresh)
+            _write_graph(graph_writer.path, repository.path, indexed, base, assembled.chunks)
             snapshot = graph_writer.publish(manifest, known=published["files"])
         except BaseException:
             graph_writer.abort()
             raise
     cache_store.trim()
     mode = "incremental" if base is not None else "full"
-    report = _report(snapshot, read_manifest(snapshot), started, mode, len(kept))
-    report.cached_files, report.chunked_files = cached_count, len(to_chunk)
+    report = _report(snapshot, read_manifest(snapshot), started, mode, len(kept_paths))
+    report.cached_files = assembled.cached
+    report.chunked_files = len(to_index) - assembled.cached
     report.searchable_seconds = round(searchable_after, 3)
     return report
 
@@ -427,7 +351,7 @@ def _write_graph(
     repo_path: str,
     indexed: list[SourceFile],
     base: BaseSnapshot | None,
-    fresh: dict[str, CachedFile],
+    fresh: dict[str, list[Chunk]],
 ) -> None:
     """graph.json: the code graph of the indexed files (indexer/graph.py). Files kept from a
     base snapshot that has a graph reuse their stored part; only fresh files are parsed."""
@@ -437,7 +361,7 @@ def _write_graph(
     chunks: list[Chunk] = []
     for f in indexed:
         if f.path in fresh:
-            chunks.extend(materialize(fresh[f.path].records, f.path, f.language or "text", f.blob))
+            chunks.extend(fresh[f.path])
         elif base is not None and not base_has_graph:
             chunks.extend(base.chunks(f.path))
     write_graph(
@@ -448,6 +372,16 @@ def _write_graph(
         chunks,
         base=base.path if base_has_graph and base is not None else None,
     )
+
+
+def _write_facts(directory: Path, facts: dict[str, Any]) -> None:
+    """The code graph from the facts the workers extracted (a full build parses nothing
+    here); the rows' nodes come from the snapshot's own row files, written before."""
+    from .graph import CodeGraph, save_rank_arrays
+
+    graph = CodeGraph.from_files(dict(sorted(facts.items())))
+    graph.save(directory)
+    save_rank_arrays(directory, graph, [])
 
 
 def _report(
@@ -505,148 +439,77 @@ def _change_times(
     return times
 
 
+@dataclass
+class _Assembled:
+    indexed: list[SourceFile]  # files with rows (possibly none), in path order
+    file_records: list[dict[str, Any]]  # files.json, times still to fill in
+    manifest: dict[str, Any]  # the manifest fields the rows determine
+    facts: dict[str, Any]  # path -> graph.FileGraph (full builds)
+    chunks: dict[str, list[Chunk]]  # path -> chunks of fresh files (updates' graph step)
+    cached: int = 0  # fresh files whose chunks came from the blob cache
+
+
 def _assemble(
     directory: Path,
-    indexed: list[SourceFile],
+    files: list[SourceFile],
     kept_paths: set[str],
-    fresh: dict[str, CachedFile],
+    batches: Iterable[list[FileResult]],
     base: BaseSnapshot | None,
     table: StaticVectors,
-    times: dict[str, int],
     skipped: dict[str, list[str]],
-) -> dict[str, Any]:
-    """Write every data file of the snapshot; returns the manifest fields it knows."""
-    meta_parts: list[bytes] = []
-    text_parts: list[bytes] = []
-    meta_lengths: list[np.ndarray] = []
-    text_lengths: list[np.ndarray] = []
-    fids: list[np.ndarray] = []
-    sums: list[np.ndarray] = []  # chunk_sums.npy (indexer/integrity.py)
-    chunk_file: list[np.ndarray] = []
-    flags: list[np.ndarray] = []
-    symbols: list[str] = []
-    kinds: list[str] = []
-    defines: list[str] = []
-    new_dense: list[list[str]] = []
-    new_lexical: list[list[str]] = []
-    new_rows: list[int] = []
-    base_rows: list[np.ndarray] = []  # base row of each kept row, in new-row order
-    kept_new_rows: list[np.ndarray] = []
+    progress: Progress,
+) -> _Assembled:
+    """Write every row file of the snapshot, appending fresh files as the workers finish
+    them (in path order, kept files copied in between); returns what the rest needs."""
+    results = _results(batches, progress)
+    rows = RowCollector(directory, table.dim)
+    out = _Assembled([], [], {}, {}, {})
     languages: dict[str, int] = {}
     redactions: dict[str, int] = {}  # secret values replaced, by kind (indexer/secrets.py)
     fallbacks: dict[str, int] = {}  # files indexed as text, by reason (indexer/notebook.py)
-    file_records = []
-    row = 0
-    for file_index, f in enumerate(indexed):
-        file_records.append(
-            {
-                "path": f.path,
-                "blob": f.blob,
-                "time": times.get(f.path, 0),
-                "language": f.language or "text",
-            }
-        )
-        if f.path in kept_paths and base is not None:
-            start, end = base.rows[f.path]
-            n = end - start
-            meta_parts.append(base.meta_bytes(start, end))
-            text_parts.append(base.text_bytes(start, end))
-            meta_lengths.append(np.diff(base.meta_offsets[start : end + 1]))
-            text_lengths.append(np.diff(base.text_offsets[start : end + 1]))
-            base_rows.append(np.arange(start, end))
-            fids.append(base.fids[start:end])
-            sums.append(base.sums_of(start, end))
-            symbols.extend(base.columns["symbols"][start:end])
-            kinds.extend(base.columns["kinds"][start:end])
-            defines.extend(base.columns["defines"][start:end])
-            kept_new_rows.append(np.arange(row, row + n))
-            language = base.language_of.get(f.path, "")
-            file_flags = int(base.flags[start]) if n else 0
-            redacted = base.redacted_of.get(f.path)
-            fallback = base.fallback_of.get(f.path)
-        else:
-            entry = fresh[f.path]
-            language = f.language or "text"
-            redacted = entry.redacted
-            fallback = entry.fallback
-            chunks = materialize(entry.records, f.path, language, f.blob)
-            n = len(chunks)
-            path_lex, path_dense = path_documents(f.path)
-            ids = np.empty(n, dtype=np.int64)
-            for i, c in enumerate(chunks):
-                record = c.to_dict()
-                text = record.pop("text").encode("utf-8")
-                line = json.dumps(record, ensure_ascii=False).encode("utf-8") + b"\n"
-                meta_parts.append(line)
-                text_parts.append(text)
-                sums.append(np.array([chunk_sum(line, text)], dtype=np.int64))
-                meta_lengths.append(np.array([len(line)], dtype=np.int64))
-                text_lengths.append(np.array([len(text)], dtype=np.int64))
-                ids[i] = faiss_id(c.id)
-                symbols.append(c.symbol)
-                kinds.append(c.kind)
-                defines.append(module_definitions(c.text) if c.kind in ("module", "cell") else "")
-                new_lexical.append(entry.lexical[i] + path_lex)
-                new_dense.append(entry.dense[i] + path_dense)
-                new_rows.append(row + i)
-            fids.append(ids)
-            file_flags = content_flags(f.path, "\n".join(r["text"] for r in entry.records))
-        if redacted:
-            file_records[-1]["redacted"] = redacted
-            for kind, count in redacted.items():
-                redactions[kind] = redactions.get(kind, 0) + count
-        if fallback:  # an invalid notebook indexed as text windows
-            file_records[-1]["fallback"] = fallback
-            fallbacks[fallback] = fallbacks.get(fallback, 0) + 1
-        languages[language] = languages.get(language, 0) + n
-        chunk_file.append(np.full(n, file_index, dtype=np.int32))
-        flags.append(np.full(n, file_flags, dtype=np.uint8))
-        row += n
-    n_rows = row
-
-    # Texts and metadata: kept rows are copied as bytes, fresh rows were serialised above.
-    for name, parts_, lengths_, offsets_name in (
-        ("chunks.jsonl", meta_parts, meta_lengths, "chunk_offsets.npy"),
-        ("texts.bin", text_parts, text_lengths, "text_offsets.npy"),
-    ):
-        (directory / name).write_bytes(b"".join(parts_))
-        offsets = np.zeros(n_rows + 1, dtype=np.int64)
-        if lengths_:
-            np.cumsum(np.concatenate(lengths_), out=offsets[1:])
-        np.save(directory / offsets_name, offsets)
-    np.save(directory / CHUNK_SUMS, np.concatenate(sums) if sums else np.zeros(0, np.int64))
-    all_fids = np.concatenate(fids) if fids else np.zeros(0, dtype=np.int64)
-    np.save(directory / "chunk_fids.npy", all_fids)
-    np.save(
-        directory / "chunk_file.npy",
-        np.concatenate(chunk_file) if chunk_file else np.zeros(0, dtype=np.int32),
-    )
-    np.save(
-        directory / "chunk_flags.npy",
-        np.concatenate(flags) if flags else np.zeros(0, dtype=np.uint8),
-    )
-    (directory / "columns.json").write_text(
-        json.dumps({"symbols": symbols, "kinds": kinds, "defines": defines}, ensure_ascii=False),
-        encoding="utf-8",
-    )
-    (directory / "files.json").write_text(json.dumps(file_records), encoding="utf-8")
+    try:
+        for f in files:
+            if f.path in kept_paths and base is not None:
+                start, end = base.rows[f.path]
+                rows.add_kept(base, f.path)
+                n = end - start
+                language = base.language_of.get(f.path, "")
+                redacted = base.redacted_of.get(f.path)
+                fallback = base.fallback_of.get(f.path)
+            elif f.path in skipped:
+                continue
+            else:
+                result = next(results)
+                assert result.path == f.path, (result.path, f.path)
+                out.cached += result.from_cache
+                if result.skip_reason:
+                    skipped[f.path] = [f.blob, result.skip_reason]
+                    continue
+                rows.add(result)
+                if result.graph is not None:
+                    out.facts[f.path] = result.graph
+                if result.chunks is not None:
+                    out.chunks[f.path] = result.chunks
+                n, language = result.n_chunks, result.language
+                redacted, fallback = result.redacted, result.fallback
+            out.indexed.append(f)
+            record = {"path": f.path, "blob": f.blob, "time": 0, "language": f.language or "text"}
+            out.file_records.append(record)
+            if redacted:
+                record["redacted"] = redacted
+                for kind, count in redacted.items():
+                    redactions[kind] = redactions.get(kind, 0) + count
+            if fallback:  # an invalid notebook indexed as text windows
+                record["fallback"] = fallback
+                fallbacks[fallback] = fallbacks.get(fallback, 0) + 1
+            languages[language] = languages.get(language, 0) + n
+        rows.finish(table.quantizer_ranges(), base)
+    except BaseException:
+        rows.abort()
+        raise
     (directory / "skipped.json").write_text(
         json.dumps(dict(sorted(skipped.items()))), encoding="utf-8"
     )
-
-    # Dense: decoded vectors of kept rows (they re-encode to the same codes), fresh embeddings.
-    vectors = np.zeros((n_rows, table.dim), dtype=np.float16)
-    if base_rows:
-        assert base is not None
-        vectors[np.concatenate(kept_new_rows)] = base.vectors[np.concatenate(base_rows)]
-    if new_dense:
-        vectors[np.asarray(new_rows, dtype=np.int64)] = table.embed_many(new_dense)
-    DenseIndex.build(vectors.astype(np.float32), all_fids, table.quantizer_ranges()).save(directory)
-
-    # Lexical: base postings of kept rows (remapped) merged with fresh rows' postings.
-    lexical = _merge_lexical(base, base_rows, kept_new_rows, new_lexical, new_rows, n_rows)
-    lexical.save(directory)
-
     skip_counts: dict[str, int] = {}
     for _, reason in skipped.values():
         skip_counts[reason] = skip_counts.get(reason, 0) + 1
@@ -654,86 +517,25 @@ def _assemble(
     for path, (_, reason) in sorted(skipped.items()):
         if len(examples.setdefault(reason, [])) < 5:
             examples[reason].append(path)
-    return {
+    out.manifest = {
         "counts": {
-            "files": len(indexed),
-            "chunks": n_rows,
+            "files": len(out.indexed),
+            "chunks": rows.rows,
             "skipped": dict(sorted(skip_counts.items())),
             "redacted": dict(sorted(redactions.items())),
             "fallback": dict(sorted(fallbacks.items())),
         },
         "languages": dict(sorted(languages.items())),
         "skipped_examples": examples,
-        "warnings": coverage_warnings(len(indexed), skip_counts),
+        "warnings": coverage_warnings(len(out.indexed), skip_counts),
     }
+    return out
 
 
-def _merge_lexical(
-    base: BaseSnapshot | None,
-    base_rows: list[np.ndarray],
-    kept_new_rows: list[np.ndarray],
-    new_lexical: list[list[str]],
-    new_rows: list[int],
-    n_rows: int,
-) -> LexicalIndex:
-    """Postings sorted by (term, row), identical to what a full build would produce."""
-    lengths = np.zeros(n_rows, dtype=np.float32)
-    terms_new, docs_new, tfs_new, lengths_new = postings_of(new_lexical)
-    rows_new = np.asarray(new_rows, dtype=np.int64)
-    if len(rows_new):
-        docs_new = rows_new[docs_new]
-        lengths[rows_new] = lengths_new
-    vocab_parts: list[str] = list(set(terms_new))
-    kept_term_ids = kept_docs = kept_tfs = np.zeros(0, dtype=np.int64)
-    old_terms: list[str] = []
-    if base is not None and base_rows:
-        old_rows = np.concatenate(base_rows)
-        new_of_old = np.full(base.lexical.n_docs, -1, dtype=np.int64)
-        new_of_old[old_rows] = np.concatenate(kept_new_rows)
-        lengths[new_of_old[old_rows]] = np.asarray(base.lexical.doc_lengths)[old_rows]
-        term_ids = base.lexical.term_ids()
-        docs = np.asarray(base.lexical.docs, dtype=np.int64)
-        mask = new_of_old[docs] >= 0
-        kept_term_ids, kept_docs = term_ids[mask], new_of_old[docs[mask]]
-        kept_tfs = np.asarray(base.lexical.tfs)[mask]
-        old_terms = base.lexical.terms
-        used = np.unique(kept_term_ids)
-        vocab_parts.extend(old_terms[i] for i in used.tolist())
-    vocab = sorted(set(vocab_parts))
-    ids = {t: i for i, t in enumerate(vocab)}
-    if len(old_terms):
-        remap = np.zeros(len(old_terms), dtype=np.int64)
-        used = np.unique(kept_term_ids)
-        remap[used] = [ids[old_terms[i]] for i in used.tolist()]
-        kept_term_ids = remap[kept_term_ids]
-    fresh_ids = np.fromiter((ids[t] for t in terms_new), dtype=np.int64, count=len(terms_new))
-    order = np.lexsort((docs_new, fresh_ids))
-    fresh_ids, docs_new, tfs_new = fresh_ids[order], docs_new[order], tfs_new[order]
-    if len(kept_docs) == 0:
-        return LexicalIndex.from_postings(vocab, fresh_ids, docs_new, tfs_new, lengths)
-    # Kept postings stay sorted by (term, row): both remaps are monotonic. Merge the fresh ones
-    # in by position instead of sorting millions of postings again.
-    stride = n_rows + 1
-    positions = np.searchsorted(kept_term_ids * stride + kept_docs, fresh_ids * stride + docs_new)
-    return LexicalIndex.from_postings(
-        vocab,
-        np.insert(kept_term_ids, positions, fresh_ids),
-        np.insert(kept_docs, positions, docs_new),
-        np.insert(np.asarray(kept_tfs, dtype=np.float32), positions, tfs_new),
-        lengths,
-    )
-
-
-_TOP_LEVEL_ASSIGNMENT = re.compile(
-    r"^(?:export\s+)?(?:(?:pub|const|let|var|static|final|public|private|readonly|type)\s+)*"
-    r"([A-Za-z_$][A-Za-z0-9_$]*)\s*(?::[^=\n]{0,80})?=(?!=)",
-    re.MULTILINE,
-)
-
-
-def module_definitions(text: str) -> str:
-    """Names a module-level block assigns at top level (`TAX_RATE = ...`), space-separated."""
-    return " ".join(dict.fromkeys(m.group(1) for m in _TOP_LEVEL_ASSIGNMENT.finditer(text)))
+def _results(batches: Iterable[list[FileResult]], progress: Progress) -> Iterator[FileResult]:
+    for batch in batches:
+        progress.advance(len(batch))
+        yield from batch
 
 
 __all__ = ["BuildReport", "build_index", "module_definitions", "update_index"]

@@ -112,20 +112,46 @@ def iter_words(text: str) -> Iterator[str]:
             yield word
 
 
+@functools.lru_cache(maxsize=1 << 18)
+def _word_terms(word: str) -> tuple[str, ...]:
+    """The code terms one word contributes (cached: a build meets few distinct words)."""
+    if len(word) > _MAX_WORD:
+        return ()
+    out: list[str] = []
+    parts = _split_cached(word)
+    lower = word.lower().strip("_")
+    if len(parts) > 1 and lower:
+        out.append(lower)
+    for part in parts:
+        if part not in STOPWORDS and (len(part) > 1 or part.isdigit()):
+            out.append(part)
+    if len(parts) == 1 and parts[0] != lower and lower and lower not in STOPWORDS:
+        out.append(lower)
+    return tuple(out)
+
+
+@functools.lru_cache(maxsize=1 << 18)
+def _word_lexical(word: str) -> tuple[str, ...]:
+    return tuple(stem(t) for t in _word_terms(word))
+
+
 def code_terms(text: str) -> list[str]:
     """Lowercased identifier parts plus whole compound identifiers, minus stopwords (unstemmed)."""
     out: list[str] = []
-    for word in iter_words(text):
-        parts = split_identifier(word)
-        lower = word.lower().strip("_")
-        if len(parts) > 1 and lower:
-            out.append(lower)
-        for part in parts:
-            if part not in STOPWORDS and (len(part) > 1 or part.isdigit()):
-                out.append(part)
-        if len(parts) == 1 and parts[0] != lower and lower and lower not in STOPWORDS:
-            out.append(lower)
+    for word in _WORD.findall(text):
+        out.extend(_word_terms(word))
     return out
+
+
+def text_terms(text: str) -> tuple[list[str], list[str]]:
+    """(code terms, lexical terms) of a text in one pass: equal to `code_terms(text)` and
+    `lexical_terms(text)`, without tokenising twice."""
+    dense: list[str] = []
+    lexical: list[str] = []
+    for word in _WORD.findall(text):
+        dense.extend(_word_terms(word))
+        lexical.extend(_word_lexical(word))
+    return dense, lexical
 
 
 def stem(term: str) -> str:
@@ -159,7 +185,10 @@ def _undouble(term: str) -> str:
 
 def lexical_terms(text: str) -> list[str]:
     """Terms for BM25: code terms, stemmed."""
-    return [stem(t) for t in code_terms(text)]
+    out: list[str] = []
+    for word in _WORD.findall(text):
+        out.extend(_word_lexical(word))
+    return out
 
 
 def path_terms(path: str) -> list[str]:
