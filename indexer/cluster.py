@@ -30,6 +30,8 @@ def run_batches(
     """The results of `items` (path, blob, language), batch by batch, in order."""
     if backend not in BACKENDS:
         raise IndexerError(f"unknown backend {backend!r}: use one of {', '.join(BACKENDS)}")
+    if backend == "local" and scheduler:
+        raise IndexerError("--scheduler is for --backend dask")
     batches = [items[i : i + BATCH_FILES] for i in range(0, len(items), BATCH_FILES)]
     if backend == "dask":
         yield from _dask(context, batches, scheduler)

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from .blobcache import BlobCache, CachedFile
-from .chunker import chunk_records, materialize, path_stem
+from .chunker import materialize, parse_and_chunk, path_stem
 from .chunks import Chunk
 from .dense import faiss_id
 from .gitsource import content_skip_reason
@@ -99,17 +99,21 @@ def path_documents(path: str) -> tuple[list[str], list[str]]:
     return [stem(t) for t in terms], terms
 
 
-def chunk_blob(data: bytes, path: str, language: str) -> CachedFile:
-    """Chunks and path-independent terms of one blob (what the blob cache keeps)."""
+def chunk_blob(data: bytes, path: str, language: str) -> tuple[CachedFile, Any]:
+    """Chunks and path-independent terms of one blob (what the blob cache keeps), and the
+    syntax tree of `data` (None when it was not parsed as is)."""
     reason = content_skip_reason(path, data)
     if reason:
-        return CachedFile(reason, [], [], [])
+        return CachedFile(reason, [], [], []), None
     # The one place file text enters chunking: secrets never reach texts, terms or vectors.
-    data, redacted = redact(data)
-    records = chunk_records(path_stem(path), language, data)
+    clean, redacted = redact(data)
+    records, tree = parse_and_chunk(path_stem(path), language, clean)
     docs = [record_documents(r) for r in records]
     fallback = fallback_reason(language, records)
-    return CachedFile(None, records, [d[0] for d in docs], [d[1] for d in docs], redacted, fallback)
+    entry = CachedFile(
+        None, records, [d[0] for d in docs], [d[1] for d in docs], redacted, fallback
+    )
+    return entry, tree if clean == data else None  # the graph reads the blob as it is
 
 
 _TOP_LEVEL_ASSIGNMENT = re.compile(
@@ -166,11 +170,11 @@ def index_file(
     stem_ = path_stem(path)
     entry = cache_store.get(blob, language, stem_) if cache_store is not None else None
     from_cache = entry is not None
-    data = b""
+    data, tree = b"", None
     if entry is None or (context.graph and not entry.skip_reason):
         data = bytes(repo[blob].data)
     if entry is None:
-        entry = chunk_blob(data, path, language)
+        entry, tree = chunk_blob(data, path, language)
         if cache_store is not None:
             cache_store.put(blob, language, stem_, entry)
     result = FileResult(path, blob, language, entry.skip_reason, from_cache)
@@ -181,7 +185,7 @@ def index_file(
     _fill_rows(result, chunks, entry, table)
     result.flags = content_flags(path, "\n".join(r["text"] for r in entry.records))
     if context.graph:
-        result.graph = graph_facts(path, blob, data, chunks)
+        result.graph = graph_facts(path, blob, data, chunks, tree)
     else:
         result.chunks = chunks
     return result
@@ -195,10 +199,9 @@ def _fill_rows(result: FileResult, chunks: list[Chunk], entry: CachedFile, table
     texts: list[bytes] = []
     sums = np.empty(n, dtype=np.int64)
     fids = np.empty(n, dtype=np.int64)
-    local: dict[str, int] = {}
-    p_chunk: list[int] = []
-    p_term: list[int] = []
-    p_tf: list[int] = []
+    posting_terms: list[str] = []  # each chunk's distinct terms, chunk after chunk
+    posting_tfs: list[int] = []
+    per_chunk = np.zeros(n, dtype=np.int64)
     lengths = np.zeros(n, dtype=np.float32)
     dense_docs = []
     for i, c in enumerate(chunks):
@@ -214,26 +217,30 @@ def _fill_rows(result: FileResult, chunks: list[Chunk], entry: CachedFile, table
         result.defines.append(module_definitions(c.text) if c.kind in ("module", "cell") else "")
         document = entry.lexical[i] + path_lexical
         lengths[i] = len(document)
-        for term, count in Counter(document).items():
-            p_chunk.append(i)
-            p_term.append(local.setdefault(term, len(local)))
-            p_tf.append(count)
+        counts = Counter(document)
+        posting_terms.extend(counts)
+        posting_tfs.extend(counts.values())
+        per_chunk[i] = len(counts)
         dense_docs.append(entry.dense[i] + path_dense)
     result.meta, result.texts = b"".join(metas), b"".join(texts)
     result.meta_lengths = np.fromiter(map(len, metas), dtype=np.int64, count=n)
     result.text_lengths = np.fromiter(map(len, texts), dtype=np.int64, count=n)
     result.sums, result.fids = sums, fids
+    local = {t: i for i, t in enumerate(dict.fromkeys(posting_terms))}
     result.terms = list(local)
-    result.posting_chunks = np.asarray(p_chunk, dtype=np.int32)
-    result.posting_terms = np.asarray(p_term, dtype=np.int32)
-    result.posting_tfs = np.asarray(p_tf, dtype=np.float32)
+    result.posting_chunks = np.repeat(np.arange(n, dtype=np.int32), per_chunk)
+    result.posting_terms = np.fromiter(
+        map(local.__getitem__, posting_terms), dtype=np.int32, count=len(posting_terms)
+    )
+    result.posting_tfs = np.asarray(posting_tfs, dtype=np.float32)
     result.doc_lengths = lengths
     result.vectors = table.embed_many(dense_docs).astype(np.float16)
 
 
-def graph_facts(path: str, blob: str, data: bytes, chunks: list[Chunk]) -> Any:
-    """The file's graph facts (indexer/graph.py) from the blob already read. The raw blob, as
-    the graph step always read it; a grammar edge case keeps the definitions only."""
+def graph_facts(path: str, blob: str, data: bytes, chunks: list[Chunk], tree: Any = None) -> Any:
+    """The file's graph facts (indexer/graph.py) from the blob already read (and its syntax
+    tree, when chunking parsed it). The raw blob, as the graph step always read it; a grammar
+    edge case keeps the definitions only."""
     from .graph import extract_file
     from .languages import SPECS, detect_language
 

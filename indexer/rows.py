@@ -72,10 +72,10 @@ class RowCollector:
         self.kinds.extend(result.kinds)
         self.defines.extend(result.defines)
         vocab = self.vocab
+        new_terms = [t for t in result.terms if t not in vocab]  # a file's terms are distinct
+        vocab.update(zip(new_terms, range(len(vocab), len(vocab) + len(new_terms)), strict=True))
         ids = np.fromiter(
-            (vocab.setdefault(t, len(vocab)) for t in result.terms),
-            dtype=np.int64,
-            count=len(result.terms),
+            map(vocab.__getitem__, result.terms), dtype=np.int64, count=len(result.terms)
         )
         self.posting_terms.append(ids[result.posting_terms])
         self.posting_docs.append(result.posting_chunks.astype(np.int64) + row)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Iterable, Iterator
+from itertools import chain
 
 # An identifier-like run: letters, digits, underscores (kebab-case is split by the regex itself).
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9]+[A-Za-z_][A-Za-z0-9_]*|[0-9]+")
@@ -137,21 +138,17 @@ def _word_lexical(word: str) -> tuple[str, ...]:
 
 def code_terms(text: str) -> list[str]:
     """Lowercased identifier parts plus whole compound identifiers, minus stopwords (unstemmed)."""
-    out: list[str] = []
-    for word in _WORD.findall(text):
-        out.extend(_word_terms(word))
-    return out
+    return list(chain.from_iterable(map(_word_terms, _WORD.findall(text))))
 
 
 def text_terms(text: str) -> tuple[list[str], list[str]]:
     """(code terms, lexical terms) of a text in one pass: equal to `code_terms(text)` and
     `lexical_terms(text)`, without tokenising twice."""
-    dense: list[str] = []
-    lexical: list[str] = []
-    for word in _WORD.findall(text):
-        dense.extend(_word_terms(word))
-        lexical.extend(_word_lexical(word))
-    return dense, lexical
+    words = _WORD.findall(text)
+    return (
+        list(chain.from_iterable(map(_word_terms, words))),
+        list(chain.from_iterable(map(_word_lexical, words))),
+    )
 
 
 def stem(term: str) -> str:
@@ -185,10 +182,7 @@ def _undouble(term: str) -> str:
 
 def lexical_terms(text: str) -> list[str]:
     """Terms for BM25: code terms, stemmed."""
-    out: list[str] = []
-    for word in _WORD.findall(text):
-        out.extend(_word_lexical(word))
-    return out
+    return list(chain.from_iterable(map(_word_lexical, _WORD.findall(text))))
 
 
 def path_terms(path: str) -> list[str]:
