@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from indexer.api import Index  # noqa: E402
-from indexer.store import current_snapshot  # noqa: E402
+from indexer.index.store import current_snapshot  # noqa: E402
 
 SEMBLE_BUILD = r"""
 import sys
@@ -130,8 +130,8 @@ def export_baseline(rev: str, target: Path) -> Path:
 
 
 def indexer_command(src: Path, repo: Path, index_dir: Path, *extra: str) -> list[str]:
-    code = f"import sys; sys.path.insert(0, {str(src)!r}); from indexer.cli import main; "
-    code += "sys.exit(main(sys.argv[1:], forward=False))"
+    code = f"import runpy, sys; sys.path.insert(0, {str(src)!r}); "
+    code += "runpy.run_module('indexer', run_name='__main__')"
     return [sys.executable, "-c", code, "build", "--repo", str(repo), "--index-dir",
             str(index_dir), "--json", *extra]  # fmt: skip
 

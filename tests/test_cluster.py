@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from indexer import Index
-from indexer.build import build_index
-from indexer.store import current_snapshot
+from indexer.index.build import build_index
+from indexer.index.store import current_snapshot
 
 from .conftest import SAMPLE_FILES, MakeRepo, run_cli
 
@@ -117,7 +117,7 @@ def _files_opened_by_workers(address: str) -> list[int]:
     """Per worker, the repositories its build tasks opened (pipeline's per-process cache)."""
     from distributed import Client
 
-    from indexer import pipeline
+    from indexer.index import pipeline
 
     with Client(address, timeout=30) as client:
         opened = client.run(lambda: pipeline._repository.cache_info().currsize)

@@ -12,12 +12,9 @@ import pygit2
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from indexer.chunker import chunk_file
-from indexer.gitsource import list_tree, resolve_commit
-from indexer.graph import extract_file
-from indexer.pipeline import BuildContext, index_batch
-from indexer.secrets import redact
-from indexer.tokens import (
+from indexer.index.graph import extract_file
+from indexer.index.pipeline import BuildContext, index_batch
+from indexer.index.tokens import (
     STOPWORDS,
     code_terms,
     lexical_terms,
@@ -26,7 +23,10 @@ from indexer.tokens import (
     stem,
     text_terms,
 )
-from indexer.vectors import StaticVectors, default_table_dir
+from indexer.index.vectors import StaticVectors, default_table_dir
+from indexer.source.chunker import chunk_file
+from indexer.source.gitsource import list_tree, resolve_commit
+from indexer.source.secrets import redact
 
 from .conftest import MakeRepo
 
@@ -43,7 +43,7 @@ FILES: dict[str, str | bytes] = {
 
 def _reference_code_terms(text: str) -> list[str]:
     """code_terms as it was written before the build tokenised once (word by word)."""
-    from indexer.tokens import iter_words
+    from indexer.index.tokens import iter_words
 
     out: list[str] = []
     for word in iter_words(text):
