@@ -374,12 +374,13 @@ def _write_graph(
     )
 
 
-def _write_facts(directory: Path, facts: dict[str, Any]) -> None:
+def _write_facts(directory: Path, facts: dict[str, bytes]) -> None:
     """The code graph from the facts the workers extracted (a full build parses nothing
     here); the rows' nodes come from the snapshot's own row files, written before."""
-    from .graph import CodeGraph, save_rank_arrays
+    from .graph import CodeGraph, FileGraph, save_rank_arrays
 
-    graph = CodeGraph.from_files(dict(sorted(facts.items())))
+    files = {p: FileGraph.from_dict(p, json.loads(facts.pop(p))) for p in sorted(facts)}
+    graph = CodeGraph.from_files(files)
     graph.save(directory)
     save_rank_arrays(directory, graph, [])
 
@@ -444,7 +445,7 @@ class _Assembled:
     indexed: list[SourceFile]  # files with rows (possibly none), in path order
     file_records: list[dict[str, Any]]  # files.json, times still to fill in
     manifest: dict[str, Any]  # the manifest fields the rows determine
-    facts: dict[str, Any]  # path -> graph.FileGraph (full builds)
+    facts: dict[str, bytes]  # path -> graph.FileGraph as JSON (full builds)
     chunks: dict[str, list[Chunk]]  # path -> chunks of fresh files (updates' graph step)
     cached: int = 0  # fresh files whose chunks came from the blob cache
 

@@ -74,7 +74,9 @@ class FileResult:
     posting_tfs: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float32))
     doc_lengths: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float32))
     vectors: np.ndarray | None = None  # float16 (chunks, dims)
-    graph: Any = None  # graph.FileGraph when the context asks for graph facts
+    # graph.FileGraph as compact JSON (FileGraph.to_dict) when the context asks for graph facts:
+    # the main process holds every file's facts until the end, as bytes rather than objects
+    graph: bytes | None = None
     chunks: list[Chunk] | None = None  # only when graph facts are not extracted here
 
     @property
@@ -185,7 +187,8 @@ def index_file(
     _fill_rows(result, chunks, entry, table)
     result.flags = content_flags(path, "\n".join(r["text"] for r in entry.records))
     if context.graph:
-        result.graph = graph_facts(path, blob, data, chunks, tree)
+        facts = graph_facts(path, blob, data, chunks, tree)
+        result.graph = json.dumps(facts.to_dict(), separators=(",", ":")).encode("utf-8")
     else:
         result.chunks = chunks
     return result

@@ -99,6 +99,10 @@ def split_identifier(word: str) -> list[str]:
 def _split_cached(word: str) -> tuple[str, ...]:
     # Code repeats its identifiers: a build splits millions of words but few distinct ones,
     # and a long-lived search process splits the same symbols query after query.
+    return _split(word)
+
+
+def _split(word: str) -> tuple[str, ...]:
     parts: list[str] = []
     for piece in word.split("_"):
         if piece:
@@ -119,7 +123,7 @@ def _word_terms(word: str) -> tuple[str, ...]:
     if len(word) > _MAX_WORD:
         return ()
     out: list[str] = []
-    parts = _split_cached(word)
+    parts = _split(word)  # this result is cached: caching the split too would double memory
     lower = word.lower().strip("_")
     if len(parts) > 1 and lower:
         out.append(lower)
