@@ -1,0 +1,1 @@
+"""Chunks -> BM25 postings, vectors and graph facts -> immutable segments on disk."""
