@@ -197,7 +197,7 @@ def sample_repo(make_repo: MakeRepo) -> Path:
 
 def live_segment(repo: Path) -> Path:
     """The directory of the first live segment of a repository's index (a fresh build has one)."""
-    from indexer.store import current_generation
+    from indexer.index.store import current_generation
 
     index_dir = repo / ".git" / "indexer"
     generation = json.loads(current_generation(index_dir).read_text())

@@ -11,15 +11,15 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ..chunks import Chunk
-    from ..graph import CodeGraph
+    from ..source.chunks import Chunk
+    from .graph import CodeGraph
     from .reader import RowSpace
 
 
 def file_language(path: str, chunks: Sequence[Chunk]) -> str:
     """The language graph extraction parses a file as (a notebook's first chunk may be
     markdown: its code cells' language is the file's)."""
-    from ..languages import SPECS, detect_language
+    from ..source.languages import SPECS, detect_language
 
     languages = [c.language for c in chunks if c.language in SPECS] or [c.language for c in chunks]
     return languages[0] if languages else detect_language(path) or ""
@@ -29,7 +29,7 @@ def extract_facts(
     repo_path: str, files: Sequence[tuple[str, str, Sequence[Chunk]]], jobs: int
 ) -> dict[str, dict[str, Any]]:
     """(path, blob, chunks) of each file -> path -> FileGraph.to_dict(), parsed from git."""
-    from ..graph import _extract_batch, _symbols_from_chunks
+    from .graph import _extract_batch, _symbols_from_chunks
 
     items = [
         (path, file_language(path, chunks), blob, _symbols_from_chunks(chunks))
@@ -43,7 +43,7 @@ def extract_facts(
     else:
         from joblib import delayed
 
-        from ..workers import parallel
+        from .workers import parallel
 
         for part in parallel(jobs, batch_size=1)(
             delayed(_extract_batch)(repo_path, b) for b in batches
@@ -54,7 +54,7 @@ def extract_facts(
 
 def graph_of(space: RowSpace) -> CodeGraph:
     """The resolved code graph of every live file."""
-    from ..graph import CodeGraph, FileGraph
+    from .graph import CodeGraph, FileGraph
 
     facts = space.graph_facts()
     return CodeGraph.from_files({p: FileGraph.from_dict(p, d) for p, d in sorted(facts.items())})

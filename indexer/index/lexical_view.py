@@ -17,7 +17,7 @@ from functools import cached_property
 
 import numpy as np
 
-from ..lexical import K1, B
+from .lexical import K1, B
 from .reader import RowSpace
 
 

@@ -16,10 +16,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..store import SEGMENTS, SegmentWriter, current_generation, new_name, publish_generation
-from ..vectors import StaticVectors
 from .reader import open_generation
 from .segment import Segment
+from .store import SEGMENTS, SegmentWriter, current_generation, new_name, publish_generation
+from .vectors import StaticVectors
 from .writer import CopiedFile, assemble
 
 MERGE_FACTOR = 8

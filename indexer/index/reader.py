@@ -20,8 +20,8 @@ from typing import Any
 import numpy as np
 
 from ..errors import CorruptIndexError
-from ..store import read_generation, segment_dir
 from .segment import REBUILD, Segment, SegmentData
+from .store import read_generation, segment_dir
 
 
 class RowSpace:

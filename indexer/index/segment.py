@@ -27,9 +27,9 @@ from typing import Any
 
 import numpy as np
 
-from .. import integrity
-from ..dense import DenseIndex
 from ..errors import CorruptIndexError
+from . import integrity
+from .dense import DenseIndex
 
 SEGMENT_FORMAT = 3
 SEGMENT_MANIFEST = "segment.json"
@@ -282,7 +282,7 @@ class Segment:
 
     @cached_property
     def offsets(self) -> tuple[np.ndarray, np.ndarray]:
-        from ..integrity import check_rows
+        from .integrity import check_rows
 
         offsets = (
             self._array("chunk_offsets.npy", self.n_rows + 1),

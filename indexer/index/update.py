@@ -17,11 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..blobcache import CachedFile
-from ..build import BuildReport, Progress, chunk_files, record_documents
-from ..chunker import CHUNKER_VERSION, materialize, path_stem
 from ..errors import IndexerError
-from ..gitsource import (
+from ..source.chunker import CHUNKER_VERSION, materialize, path_stem
+from ..source.gitsource import (
     SourceFile,
     coverage_warnings,
     last_change_times,
@@ -30,7 +28,12 @@ from ..gitsource import (
     repo_root,
     resolve_commit,
 )
-from ..store import (
+from .blobcache import CachedFile
+from .build import BuildReport, Progress, chunk_files, record_documents
+from .graphfacts import extract_facts
+from .reader import open_generation
+from .segment import Segment
+from .store import (
     SegmentWriter,
     current_generation,
     default_index_dir,
@@ -40,10 +43,7 @@ from ..store import (
     publish_generation,
     read_generation,
 )
-from ..vectors import StaticVectors, default_table_dir
-from .graphfacts import extract_facts
-from .reader import open_generation
-from .segment import Segment
+from .vectors import StaticVectors, default_table_dir
 from .writer import CopiedFile, FreshFile, assemble
 
 
@@ -248,7 +248,7 @@ def summary(
     base: Base | None = None,
 ) -> dict[str, Any]:
     """The generation's counts, languages, skipped files and warnings, from its segments."""
-    from ..store import SEGMENTS
+    from .store import SEGMENTS
 
     opened = {s.name: s for s, _ in base.parts} if base is not None else {}
     n_files = n_chunks = 0
@@ -322,7 +322,7 @@ def _switch_to_indexed(target: Path, commit: str, card: Any, started: float) -> 
 def _report(
     path: Path, manifest: dict[str, Any], started: float, mode: str, reused: int
 ) -> BuildReport:
-    from ..store import segment_dir
+    from .store import segment_dir
 
     counts = manifest["counts"]
     size = 0

@@ -15,15 +15,15 @@ from typing import Any
 
 import numpy as np
 
-from ..blobcache import CachedFile
-from ..chunks import materialize
-from ..dense import DenseIndex, faiss_id
-from ..integrity import chunk_sum
-from ..lexical import postings_of
-from ..pathclass import content_flags
-from ..tokens import path_terms, stem
-from ..vectors import StaticVectors
+from ..source.chunks import materialize
+from ..source.pathclass import content_flags
+from .blobcache import CachedFile
+from .dense import DenseIndex, faiss_id
+from .integrity import chunk_sum
+from .lexical import postings_of
 from .segment import Segment, SegmentData
+from .tokens import path_terms, stem
+from .vectors import StaticVectors
 
 MAX_TF = np.iinfo(np.uint16).max  # BM25 saturates long before
 
