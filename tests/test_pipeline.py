@@ -80,11 +80,10 @@ def test_worker_results_equal_the_stages_run_one_by_one(
     assert not listing.skipped
     items = [(f.path, f.blob, f.language or "text") for f in listing.files]
     assert sorted(p for p, _, _ in items) == sorted(FILES)
-    context = BuildContext(repo.path, str(default_table_dir()), str(tmp_path / "cache"))
+    context = BuildContext(repo.path, str(default_table_dir()))
     table = StaticVectors.load(default_table_dir())
-    for cached_run in (False, True):  # chunked now, then from the blob cache the first run wrote
+    for _ in range(2):  # a worker process runs many batches: its caches change nothing
         results = index_batch(context, items)
-        assert [r.from_cache for r in results if not r.skip_reason] == [cached_run] * 5
         assert [r.path for r in results if r.skip_reason] == ["assets/blob.txt"]
         assert [r.redacted for r in results if r.redacted] == [{"github_token": 1}]
         for result, (path, blob, language) in zip(results, items, strict=True):

@@ -1,18 +1,17 @@
 """The build's per-file pass: one worker reads a blob once and returns the file finished.
 
-For every file a worker reads the blob, chunks it (or takes the chunks from the blob cache),
-tokenises each chunk once (lexical terms are the stemmed code terms of the same pass), embeds
-the chunks (float16) and extracts the file's graph facts. What comes back is a plain `FileResult`:
-the snapshot's rows of that file, ready to be appended, so the main process only collects.
-Workers run on a local loky pool or on a Dask cluster (cluster.py); every argument and result
-is plain data, and a worker needs nothing but the repository path (a shared filesystem on a
-cluster) and the vector table's directory.
+For every file a worker reads the blob, chunks it, tokenises each chunk once (lexical terms are
+the stemmed code terms of the same pass), embeds the chunks (float16) and extracts the file's
+graph facts. What comes back is a plain `FileResult`: the segment's rows of that file, ready to
+be appended (writer.py), so the main process only collects. Workers run on a local loky pool or
+on a Dask cluster (cluster.py); every argument and result is plain data, and a worker needs
+nothing but the repository path (a shared filesystem on a cluster) and the vector table's
+directory.
 """
 
 from __future__ import annotations
 
 import json
-import re
 from collections import Counter
 from dataclasses import dataclass, field
 from functools import cache
@@ -27,11 +26,12 @@ from ..source.gitsource import content_skip_reason
 from ..source.notebook import fallback_reason
 from ..source.pathclass import content_flags
 from ..source.secrets import redact
-from .blobcache import BlobCache, CachedFile
+from .blobcache import CachedFile
 from .dense import faiss_id
 from .integrity import chunk_sum
-from .tokens import path_terms, stem, text_terms
+from .tokens import text_terms
 from .vectors import StaticVectors
+from .writer import module_definitions, path_documents
 
 BATCH_FILES = 32  # files per task: big enough to amortise a task, small enough to stream
 
@@ -42,8 +42,6 @@ class BuildContext:
 
     repo_path: str
     table_dir: str
-    cache_dir: str | None  # the blob cache, or None to neither read nor write it
-    graph: bool = True  # extract graph facts (an update's graph step reads chunks instead)
 
 
 @dataclass
@@ -54,7 +52,6 @@ class FileResult:
     blob: str
     language: str
     skip_reason: str | None = None
-    from_cache: bool = False
     redacted: dict[str, int] = field(default_factory=dict)
     fallback: str | None = None
     flags: int = 0  # path classes of the file (indexer/source/pathclass.py)
@@ -77,7 +74,6 @@ class FileResult:
     # graph.FileGraph as compact JSON (FileGraph.to_dict) when the context asks for graph facts:
     # the main process holds every file's facts until the end, as bytes rather than objects
     graph: bytes | None = None
-    chunks: list[Chunk] | None = None  # only when graph facts are not extracted here
 
     @property
     def n_chunks(self) -> int:
@@ -95,15 +91,9 @@ def record_documents(record: dict[str, Any]) -> tuple[list[str], list[str]]:
     return lexical + names_lexical * 2, dense + names_dense * 2
 
 
-def path_documents(path: str) -> tuple[list[str], list[str]]:
-    """The path's share of every chunk's terms, so `oauth2` finds `security/oauth2.py`."""
-    terms = path_terms(path)
-    return [stem(t) for t in terms], terms
-
-
 def chunk_blob(data: bytes, path: str, language: str) -> tuple[CachedFile, Any]:
-    """Chunks and path-independent terms of one blob (what the blob cache keeps), and the
-    syntax tree of `data` (None when it was not parsed as is)."""
+    """Chunks and path-independent terms of one blob, and the syntax tree of `data` (None when
+    it was not parsed as is)."""
     reason = content_skip_reason(path, data)
     if reason:
         return CachedFile(reason, [], [], []), None
@@ -116,18 +106,6 @@ def chunk_blob(data: bytes, path: str, language: str) -> tuple[CachedFile, Any]:
         None, records, [d[0] for d in docs], [d[1] for d in docs], redacted, fallback
     )
     return entry, tree if clean == data else None  # the graph reads the blob as it is
-
-
-_TOP_LEVEL_ASSIGNMENT = re.compile(
-    r"^(?:export\s+)?(?:(?:pub|const|let|var|static|final|public|private|readonly|type)\s+)*"
-    r"([A-Za-z_$][A-Za-z0-9_$]*)\s*(?::[^=\n]{0,80})?=(?!=)",
-    re.MULTILINE,
-)
-
-
-def module_definitions(text: str) -> str:
-    """Names a module-level block assigns at top level (`TAX_RATE = ...`), space-separated."""
-    return " ".join(dict.fromkeys(m.group(1) for m in _TOP_LEVEL_ASSIGNMENT.finditer(text)))
 
 
 # -- the worker ----------------------------------------------------------------------------------
@@ -150,47 +128,29 @@ def index_batch(context: BuildContext, items: list[tuple[str, str, str]]) -> lis
     Any failure skips the file, never the build."""
     repo = _repository(context.repo_path)
     table = _table(context.table_dir)
-    cache_store = BlobCache(Path(context.cache_dir)) if context.cache_dir else None
     results = []
     for path, blob, language in items:
         try:
-            results.append(index_file(repo, table, cache_store, context, path, blob, language))
+            results.append(index_file(bytes(repo[blob].data), table, path, blob, language))
         except Exception as exc:  # a parser bug must not break the build
             results.append(FileResult(path, blob, language, f"error:{type(exc).__name__}"))
     return results
 
 
 def index_file(
-    repo: Any,
-    table: StaticVectors,
-    cache_store: BlobCache | None,
-    context: BuildContext,
-    path: str,
-    blob: str,
-    language: str,
+    data: bytes, table: StaticVectors, path: str, blob: str, language: str
 ) -> FileResult:
-    stem_ = path_stem(path)
-    entry = cache_store.get(blob, language, stem_) if cache_store is not None else None
-    from_cache = entry is not None
-    data, tree = b"", None
-    if entry is None or (context.graph and not entry.skip_reason):
-        data = bytes(repo[blob].data)
-    if entry is None:
-        entry, tree = chunk_blob(data, path, language)
-        if cache_store is not None:
-            cache_store.put(blob, language, stem_, entry)
-    result = FileResult(path, blob, language, entry.skip_reason, from_cache)
+    """One file's rows, postings, vectors and graph facts from its blob's bytes."""
+    entry, tree = chunk_blob(data, path, language)
+    result = FileResult(path, blob, language, entry.skip_reason)
     if entry.skip_reason:
         return result
     result.redacted, result.fallback = entry.redacted, entry.fallback
     chunks = materialize(entry.records, path, language, blob)
     _fill_rows(result, chunks, entry, table)
     result.flags = content_flags(path, "\n".join(r["text"] for r in entry.records))
-    if context.graph:
-        facts = graph_facts(path, blob, data, chunks, tree)
-        result.graph = json.dumps(facts.to_dict(), separators=(",", ":")).encode("utf-8")
-    else:
-        result.chunks = chunks
+    facts = graph_facts(path, blob, data, chunks, tree)
+    result.graph = json.dumps(facts.to_dict(), separators=(",", ":")).encode("utf-8")
     return result
 
 
@@ -241,15 +201,14 @@ def _fill_rows(result: FileResult, chunks: list[Chunk], entry: CachedFile, table
 
 
 def graph_facts(path: str, blob: str, data: bytes, chunks: list[Chunk], tree: Any = None) -> Any:
-    """The file's graph facts (graph.py) from the blob already read (and its syntax
-    tree, when chunking parsed it). The raw blob, as the graph step always read it; a grammar
-    edge case keeps the definitions only."""
-    from ..source.languages import SPECS, detect_language
+    """The file's graph facts (graph.py) from the blob already read (and its syntax tree, when
+    chunking parsed it). The raw blob, as the graph step always read it; a grammar edge case
+    keeps the definitions only."""
+    from ..source.languages import SPECS
     from .graph import extract_file
+    from .graphfacts import file_language
 
-    # A notebook's first chunk may be markdown: its code cells' language is the file's.
-    languages = [c.language for c in chunks if c.language in SPECS] or [c.language for c in chunks]
-    language = languages[0] if languages else detect_language(path) or ""
+    language = file_language(path, chunks)
     try:
         facts = extract_file(path, language, data if language in SPECS else b"", chunks)
     except Exception:
