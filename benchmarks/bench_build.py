@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from indexer.api import Index  # noqa: E402
-from indexer.index.store import current_snapshot  # noqa: E402
+from indexer.index.store import current_generation, read_generation, segment_dir  # noqa: E402
 
 SEMBLE_BUILD = r"""
 import sys
@@ -52,20 +52,6 @@ QUERIES = [
     "Rational",
     "pretty printer unicode",
 ]
-# Row, BM25 and dense files: what "same chunks, terms and vectors" means on disk.
-ROW_FILES = (
-    "chunks.jsonl",
-    "texts.bin",
-    "chunk_fids.npy",
-    "chunk_sums.npy",
-    "columns.json",
-    "files.json",
-    "bm25_vocab.json",
-    "bm25_docs.npy",
-    "bm25_tfs.npy",
-    "bm25_scores.npy",
-    "dense.faiss",
-)
 
 
 def measure(command: list[str], env: dict[str, str] | None = None) -> dict[str, float]:
@@ -136,13 +122,24 @@ def indexer_command(src: Path, repo: Path, index_dir: Path, *extra: str) -> list
             str(index_dir), "--json", *extra]  # fmt: skip
 
 
+def only_segment(index_dir: Path) -> Path:
+    """The one segment a full build writes."""
+    generation = current_generation(index_dir)
+    (entry,) = read_generation(generation)["segments"]
+    return segment_dir(generation, entry["name"])
+
+
 def same_rows(a: Path, b: Path) -> bool:
-    sa, sb = current_snapshot(a), current_snapshot(b)
-    return all(filecmp.cmp(sa / n, sb / n, shallow=False) for n in ROW_FILES)
+    """Byte-identical segments: same chunks, terms, postings, vectors and graph facts."""
+    sa, sb = only_segment(a), only_segment(b)
+    names = sorted(p.name for p in sa.iterdir())
+    if names != sorted(p.name for p in sb.iterdir()):
+        return False
+    return all(filecmp.cmp(sa / n, sb / n, shallow=False) for n in names)
 
 
 def same_answers(a: Path, b: Path) -> bool:
-    ia, ib = Index(current_snapshot(a)), Index(current_snapshot(b))
+    ia, ib = Index(current_generation(a)), Index(current_generation(b))
     for query in QUERIES:
         ra, rb = ia.search(query, k=10), ib.search(query, k=10)
         if [(r.id, r.score) for r in ra] != [(r.id, r.score) for r in rb]:
