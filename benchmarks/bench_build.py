@@ -31,6 +31,9 @@ import psutil
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from bench_core import QUERIES  # noqa: E402  (sympy questions)
 
 from indexer.api import Index  # noqa: E402
 from indexer.index.store import current_generation, read_generation, segment_dir  # noqa: E402
@@ -40,18 +43,6 @@ import sys
 from semble import SembleIndex
 SembleIndex.from_path(sys.argv[1], model_path=sys.argv[2])
 """
-QUERIES = [
-    "solve a system of linear equations",
-    "Matrix determinant",
-    "simplify trigonometric expressions",
-    "latex printing of integrals",
-    "Symbol assumptions positive",
-    "series expansion around a point",
-    "prime factorization",
-    "lambdify numpy backend",
-    "Rational",
-    "pretty printer unicode",
-]
 
 
 def measure(command: list[str], env: dict[str, str] | None = None) -> dict[str, float]:

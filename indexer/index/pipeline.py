@@ -46,7 +46,7 @@ class BuildContext:
 
 @dataclass
 class FileResult:
-    """One file, finished: its snapshot rows (in file order) and everything derived from them."""
+    """One file, finished: its segment rows (in file order) and everything derived from them."""
 
     path: str
     blob: str
@@ -71,8 +71,8 @@ class FileResult:
     posting_tfs: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float32))
     doc_lengths: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float32))
     vectors: np.ndarray | None = None  # float16 (chunks, dims)
-    # graph.FileGraph as compact JSON (FileGraph.to_dict) when the context asks for graph facts:
-    # the main process holds every file's facts until the end, as bytes rather than objects
+    # graph.FileGraph.to_dict() as compact JSON: the main process holds every file's facts
+    # until the segment is assembled, as bytes rather than objects
     graph: bytes | None = None
 
     @property

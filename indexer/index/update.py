@@ -169,6 +169,8 @@ def build(
         facts[path] = json.loads(done.graph or b"{}")
         done.graph = None
     data = assemble(new_files, table, facts)
+    built.clear()  # the segment holds its own copy of the rows now
+    del new_files
 
     writer = SegmentWriter(target)
     try:
