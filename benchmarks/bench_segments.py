@@ -44,13 +44,15 @@ def indexer(code: Path, repo: Path, *args: str) -> float:
     """Run `python -m indexer` from `code` (its package first on the path); wall seconds."""
     env = {**os.environ, "PYTHONPATH": str(code)}
     start = time.perf_counter()
-    subprocess.run(
+    proc = subprocess.run(
         [sys.executable, "-m", "indexer", *args, "--repo", str(repo)],
         cwd=code,
         env=env,
-        check=True,
         capture_output=True,
+        text=True,
     )
+    if proc.returncode != 0:
+        raise SystemExit(f"indexer {' '.join(args)} failed: {proc.stderr.strip()[-2000:]}")
     return time.perf_counter() - start
 
 
@@ -129,6 +131,7 @@ def measure(code: Path, origin: Path, work: Path, label: str, segments: bool) ->
                 result["written_1file_bytes"] = written
                 result["written_1file_pct"] = round(100 * written / total, 2)
         result[f"update_{n}file_s"] = round(statistics.median(times), 3)
+        print(label, json.dumps(result), file=sys.stderr, flush=True)
     if segments:
         for i in range(10 - 6):
             commit_change(repo, python_files(repo, 1), f"seg-{i}")

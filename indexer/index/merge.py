@@ -20,7 +20,7 @@ from .reader import open_generation
 from .segment import Segment
 from .store import SEGMENTS, SegmentWriter, current_generation, new_name, publish_generation
 from .vectors import StaticVectors
-from .writer import CopiedFile, assemble
+from .writer import CopiedFile, assemble, stored_ranges
 
 MERGE_FACTOR = 8
 MAX_SEGMENTS = 16
@@ -80,7 +80,7 @@ def merge(index_dir: Path, everything: bool = False) -> dict[str, Any]:
     facts = {
         f.path: f.segment.graph_facts[f.path] for f in files if f.path in f.segment.graph_facts
     }
-    data = assemble(files, table, facts)  # type: ignore[arg-type]
+    data = assemble(files, table, facts, stored_ranges(sources[0].dense))  # type: ignore[arg-type]
     writer = SegmentWriter(index_dir)
     try:
         data.save(writer.path)

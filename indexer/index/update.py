@@ -44,7 +44,7 @@ from .store import (
     read_generation,
 )
 from .vectors import StaticVectors, default_table_dir
-from .writer import CopiedFile, FreshFile, assemble
+from .writer import CopiedFile, FreshFile, assemble, stored_ranges
 
 
 @dataclass
@@ -154,7 +154,8 @@ def build(
         if int(segment.times[local]) != times[path]:  # same blob, another last change
             new_files.append(CopiedFile(path, times[path], segment, local))
     facts = _facts(repository.path, fresh, new_files, jobs)
-    data = assemble(new_files, table, facts)
+    ranges = stored_ranges(base.parts[0][0].dense) if base is not None and base.parts else None
+    data = assemble(new_files, table, facts, ranges)
 
     writer = SegmentWriter(target)
     try:

@@ -152,12 +152,24 @@ def _stored_vectors(segment: Segment) -> tuple[np.ndarray, np.ndarray]:
     return _DECODED[key]
 
 
+def stored_ranges(dense: DenseIndex) -> np.ndarray:
+    """The quantizer ranges a stored segment was encoded with (the table's, see dense.py):
+    read back instead of computed from the whole table again (~0.1 s)."""
+    import faiss
+
+    inner = faiss.downcast_index(dense.index.index)  # type: ignore[attr-defined]
+    trained = faiss.vector_to_array(inner.sq.trained)  # type: ignore[attr-defined]
+    return np.asarray(-trained[: inner.d], dtype=np.float32)
+
+
 def assemble(
     files: list[FreshFile | CopiedFile],
     table: StaticVectors,
     facts: dict[str, dict[str, Any]],
+    ranges: np.ndarray | None = None,
 ) -> SegmentData:
-    """The segment of `files` (sorted here by path); `facts`: graph facts by path."""
+    """The segment of `files` (sorted here by path); `facts`: graph facts by path; `ranges`:
+    the table's quantizer ranges when already known."""
     files = sorted(files, key=lambda f: f.path)
     parts = _Parts()
     paths, blobs, languages, times = [], [], [], []
@@ -180,7 +192,7 @@ def assemble(
             kept = {k: v for k, v in extra.items() if v}
             if kept:
                 extras[f.path] = kept
-        dense = _dense(parts, table, row)
+        dense = _dense(parts, table, row, ranges)
         lexical = _lexical(parts, row)
     finally:
         _DECODED.clear()
@@ -221,7 +233,9 @@ def assemble(
     )
 
 
-def _dense(parts: _Parts, table: StaticVectors, n_rows: int) -> DenseIndex:
+def _dense(
+    parts: _Parts, table: StaticVectors, n_rows: int, ranges: np.ndarray | None
+) -> DenseIndex:
     """Fresh rows embedded now (rounded to fp16 like stored ones), copied rows decoded: both
     re-encode to the codes a full build writes."""
     vectors = np.zeros((n_rows, table.dim), dtype=np.float16)
@@ -234,7 +248,9 @@ def _dense(parts: _Parts, table: StaticVectors, n_rows: int) -> DenseIndex:
         rows = np.asarray(parts.fresh_rows, dtype=np.int64)
         vectors[rows] = table.embed_many(parts.fresh_dense)
     fids = np.concatenate(parts.fids) if parts.fids else np.zeros(0, dtype=np.int64)
-    return DenseIndex.build(vectors.astype(np.float32), fids, table.quantizer_ranges())
+    if ranges is None:
+        ranges = table.quantizer_ranges()
+    return DenseIndex.build(vectors.astype(np.float32), fids, ranges)
 
 
 def _lexical(
