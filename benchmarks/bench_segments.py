@@ -160,13 +160,14 @@ def main() -> None:
     parser.add_argument("--repo", required=True)
     parser.add_argument("--baseline", default=None, help="a checkout of the code before segments")
     parser.add_argument("--work", default="/tmp/bench-segments")
+    parser.add_argument("--code", default=str(ROOT), help="the checkout measured (default: this)")
     args = parser.parse_args()
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
     out: dict[str, object] = {"repo": args.repo}
     if args.baseline:
         out["baseline"] = measure(Path(args.baseline), Path(args.repo), work, "base", False)
-    out["segments"] = measure(ROOT, Path(args.repo), work, "seg", True)
+    out["segments"] = measure(Path(args.code), Path(args.repo), work, "seg", True)
     print(json.dumps(out, indent=1))
 
 
