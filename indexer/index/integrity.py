@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import tokenize
+import zlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -38,6 +39,7 @@ DECODE_ERRORS = (
     MemoryError,  # a damaged .npy header can claim an absurd shape
     SyntaxError,  # numpy parses a .npy header with the tokenizer and literal_eval
     tokenize.TokenError,
+    zlib.error,  # a damaged block of compressed chunk texts
 )
 
 

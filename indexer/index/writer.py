@@ -20,7 +20,8 @@ from ..source.pathclass import content_flags
 from .blobcache import CachedFile
 from .dense import DenseIndex, faiss_id
 from .integrity import chunk_sum
-from .lexical import postings_of
+from .lexical import K1, postings_of
+from .lexical_view import idf_of, row_norms
 from .segment import Segment, SegmentData
 from .tokens import path_terms, stem
 from .vectors import StaticVectors
@@ -228,6 +229,7 @@ def assemble(
         docs=lexical[2],
         tfs=lexical[3],
         doc_lengths=lexical[4],
+        scores=own_scores(lexical[1], lexical[2], lexical[3], lexical[4]),
         dense=dense,
         graph_facts={p: facts[p] for p in paths if p in facts},
     )
@@ -302,4 +304,18 @@ def _lexical(
         docs[order].astype(np.int32),
         np.concatenate(all_tfs)[order],
         lengths,
+    )
+
+
+def own_scores(
+    indptr: np.ndarray, docs: np.ndarray, tfs: np.ndarray, lengths: np.ndarray
+) -> np.ndarray:
+    """Each posting's BM25 contribution with this segment's own statistics: what the reader
+    uses while the segment is the whole index (the arithmetic of lexical_view, bit for bit)."""
+    n_docs = len(lengths)
+    term_idf = idf_of(n_docs, np.diff(indptr))
+    posting_idf = np.repeat(term_idf, np.diff(indptr))
+    tf = np.asarray(tfs, dtype=np.float32)
+    return np.asarray(
+        posting_idf * tf * (K1 + 1) / (tf + row_norms(lengths)[docs]), dtype=np.float32
     )
