@@ -108,12 +108,24 @@ def search_p50(code: Path, repo: Path, rounds: int = 30) -> float:
     return float(proc.stdout.strip().splitlines()[-1])
 
 
-def measure(code: Path, origin: Path, work: Path, label: str, segments: bool) -> dict[str, object]:
+def measure(
+    code: Path, origin: Path, work: Path, label: str, segments: bool, start: Path | None = None
+) -> dict[str, object]:
+    """`start`: a format-2 snapshot (segments: converted by convert_v2.py) or index directory
+    (baseline: copied) of the same commit and chunker version, instead of a full build."""
     repo = work / f"repo-{label}"
     shutil.rmtree(repo, ignore_errors=True)
     subprocess.run(["git", "clone", "-q", str(origin), str(repo)], check=True, env=GIT_ENV)
     index_dir = repo / ".git" / "indexer"
-    result: dict[str, object] = {"build_s": round(indexer(code, repo, "build"), 2)}
+    result: dict[str, object] = {}
+    if start is None:
+        result["build_s"] = round(indexer(code, repo, "build"), 2)
+    elif segments:
+        env = {**os.environ, "PYTHONPATH": str(code)}
+        script = [sys.executable, str(code / "benchmarks" / "convert_v2.py"), str(start)]
+        subprocess.run([*script, str(index_dir)], cwd=code, env=env, check=True)
+    else:
+        shutil.copytree(start, index_dir, symlinks=True)
     size = sum(s for _, s in files_under(index_dir).values())
     source = source_bytes(repo)
     result.update(index_mb=round(size / 1e6, 1), source_mb=round(source / 1e6, 1))
@@ -161,13 +173,17 @@ def main() -> None:
     parser.add_argument("--baseline", default=None, help="a checkout of the code before segments")
     parser.add_argument("--work", default="/tmp/bench-segments")
     parser.add_argument("--code", default=str(ROOT), help="the checkout measured (default: this)")
+    parser.add_argument("--start-snapshot", default=None, help="format-2 snapshot to convert")
+    parser.add_argument("--baseline-start", default=None, help="format-2 index dir to copy")
     args = parser.parse_args()
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
     out: dict[str, object] = {"repo": args.repo}
     if args.baseline:
-        out["baseline"] = measure(Path(args.baseline), Path(args.repo), work, "base", False)
-    out["segments"] = measure(Path(args.code), Path(args.repo), work, "seg", True)
+        start = Path(args.baseline_start) if args.baseline_start else None
+        out["baseline"] = measure(Path(args.baseline), Path(args.repo), work, "base", False, start)
+    start = Path(args.start_snapshot) if args.start_snapshot else None
+    out["segments"] = measure(Path(args.code), Path(args.repo), work, "seg", True, start)
     print(json.dumps(out, indent=1))
 
 
