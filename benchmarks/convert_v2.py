@@ -20,6 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from indexer.index.dense import DenseIndex  # noqa: E402
+from indexer.index.integrity import meta_sum  # noqa: E402
 from indexer.index.segment import SegmentData  # noqa: E402
 from indexer.index.store import SegmentWriter, new_name, publish_generation  # noqa: E402
 from indexer.index.update import summary  # noqa: E402
@@ -57,6 +58,10 @@ def convert(snapshot: Path, index_dir: Path) -> Path:
         flags=load("chunk_flags.npy"),
         fids=load("chunk_fids.npy"),
         sums=load("chunk_sums.npy"),
+        meta_sums=np.asarray(
+            [meta_sum(line) for line in (snapshot / "chunks.jsonl").read_bytes().splitlines(True)],
+            dtype=np.int64,
+        ),
         meta=(snapshot / "chunks.jsonl").read_bytes(),
         meta_offsets=load("chunk_offsets.npy"),
         texts=(snapshot / "texts.bin").read_bytes(),

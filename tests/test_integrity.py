@@ -18,7 +18,7 @@ from indexer.errors import IndexerError
 from indexer.fresh.share import publish
 from indexer.index import integrity
 from indexer.index.build import update_index
-from indexer.index.integrity import chunk_sums
+from indexer.index.integrity import chunk_sums, meta_sum
 from indexer.index.segment import TEXT_BLOCKS, TEXTS, compress_texts, decompress_texts
 from indexer.index.store import current_generation
 
@@ -73,6 +73,8 @@ def _forge(published: dict[str, bytes], name: str, old: bytes, new: bytes) -> di
         forged["chunks.jsonl"], load("chunk_offsets.npy"), texts, load("text_offsets.npy")
     )
     forged["chunk_sums.npy"] = _npy(sums)
+    lines = forged["chunks.jsonl"].splitlines(keepends=True)
+    forged["meta_sums.npy"] = _npy(np.asarray([meta_sum(line) for line in lines], dtype=np.int64))
     segment = json.loads(forged["segment.json"])
     for file_name, info in segment["artifacts"].items():
         info.update(
@@ -108,7 +110,8 @@ def test_a_forged_shared_index_is_refused(
     ref = publish(str(sample_repo))["ref"]
     forged = _forge(_published(sample_repo, ref), name, old, new)
     written = (TEXTS, TEXT_BLOCKS) if name == "texts.bin" else (name,)
-    changed = (*(f"segment:{n}" for n in written), "segment:chunk_sums.npy", "segment:segment.json")
+    sums = ("chunk_sums.npy", "meta_sums.npy", "segment.json")
+    changed = tuple(f"segment:{n}" for n in (*written, *sums))
     _republish_with(sample_repo, ref, {n: forged[n] for n in (*changed, "manifest.json")})
     clone = clone_with_index(sample_repo, tmp_path / "clone")
     proc = run_cli("pull", cwd=clone)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import itertools
 import json
 import re
 import zlib
@@ -27,7 +28,7 @@ import numpy as np
 
 from ..errors import IndexerError
 from ..index.dense import faiss_id
-from ..index.integrity import CHUNK_SUMS, check_rows, chunk_sums
+from ..index.integrity import CHUNK_SUMS, check_rows, chunk_sums, meta_sum
 from ..index.segment import GRAPH_FACTS, TEXT_BLOCKS, TEXTS, decompress_texts
 from ..source.chunker import chunk_id, path_stem
 from ..source.datafiles import data_records
@@ -126,6 +127,11 @@ def _check(
         or any(len(c) != rows for c in columns.values())
     ):
         raise ProvenanceError("its row arrays disagree in length")
+    if "meta_sums.npy" in names and not np.array_equal(
+        _array(read, "meta_sums.npy"),
+        [meta_sum(meta[int(a) : int(b)]) for a, b in itertools.pairwise(meta_offsets.tolist())],
+    ):
+        raise ProvenanceError("its metadata checksums do not match its chunks")
     if CHUNK_SUMS in names and not np.array_equal(
         _array(read, CHUNK_SUMS), chunk_sums(meta, meta_offsets, texts, text_offsets)
     ):

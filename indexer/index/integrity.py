@@ -51,6 +51,12 @@ def chunk_sum(meta: bytes, text: bytes) -> int:
     return int.from_bytes(digest.digest(), "little", signed=True)
 
 
+def meta_sum(meta: bytes) -> int:
+    """Digest of a chunk's metadata line alone: checked when a chunk is read without its text
+    (search results), so that reading does not need the (compressed) text."""
+    return chunk_sum(meta, b"")
+
+
 def chunk_sums(meta: Any, meta_offsets: np.ndarray, texts: Any, text_offsets: np.ndarray) -> Any:
     """Digests of the rows the (absolute) offsets delimit."""
     rows = len(meta_offsets) - 1

@@ -45,7 +45,7 @@ REQUIRED_FILES = frozenset(
     {
         *(f"{name}.txt" for name in TEXT_COLUMNS),
         *(f"{name}.npy" for name in ("file_times", "chunk_file", "chunk_flags", "chunk_fids")),
-        *(f"{name}.npy" for name in ("chunk_sums", "chunk_offsets", "text_offsets")),
+        *(f"{name}.npy" for name in ("chunk_sums", "meta_sums", "chunk_offsets", "text_offsets")),
         TEXT_BLOCKS,
         *(f"bm25_{name}.npy" for name in ("indptr", "docs", "tfs", "doclen", "scores")),
         "bm25_terms.txt",
@@ -85,6 +85,7 @@ class SegmentData:
     flags: np.ndarray  # uint8 path/content flags of each row (indexer/pathclass.py)
     fids: np.ndarray  # int64 FAISS id of each row
     sums: np.ndarray  # int64 digest of each row's metadata and text (indexer/integrity.py)
+    meta_sums: np.ndarray  # int64 digest of each row's metadata alone
     meta: bytes  # JSON lines
     meta_offsets: np.ndarray
     texts: bytes
@@ -112,6 +113,7 @@ class SegmentData:
         np.save(directory / "chunk_flags.npy", np.asarray(self.flags, dtype=np.uint8))
         np.save(directory / "chunk_fids.npy", np.asarray(self.fids, dtype=np.int64))
         np.save(directory / "chunk_sums.npy", np.asarray(self.sums, dtype=np.int64))
+        np.save(directory / "meta_sums.npy", np.asarray(self.meta_sums, dtype=np.int64))
         (directory / "chunks.jsonl").write_bytes(self.meta)
         np.save(directory / "chunk_offsets.npy", np.asarray(self.meta_offsets, dtype=np.int64))
         blocks, packed = compress_texts(
@@ -239,6 +241,7 @@ class Segment:
             "flags": data.flags,
             "fids": data.fids,
             "sums": data.sums,
+            "meta_sums": data.meta_sums,
             "stores": (data.meta, data.texts),
             "offsets": (data.meta_offsets, data.text_offsets),
             "symbols": data.symbols,
@@ -312,6 +315,10 @@ class Segment:
     @cached_property
     def sums(self) -> np.ndarray:
         return self._array("chunk_sums.npy", self.n_rows)
+
+    @cached_property
+    def meta_sums(self) -> np.ndarray:
+        return self._array("meta_sums.npy", self.n_rows)
 
     @cached_property
     def stores(self) -> tuple[Any, Any]:

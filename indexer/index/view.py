@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..errors import IndexerError
+from ..errors import CorruptIndexError, IndexerError
 from ..source.chunks import Chunk
-from .integrity import check_chunk, corrupt_as_error
+from .integrity import REBUILD, check_chunk, corrupt_as_error, meta_sum
 from .lexical_view import LexicalView
 from .reader import DenseView, RowSpace, open_generation, open_space
 from .segment import SegmentData
@@ -117,10 +117,13 @@ class GenerationView:
     def chunk_at(self, row: int, with_text: bool = True) -> Chunk:
         segment, local = self.space.locate(row)
         line = segment.meta_bytes(local, local + 1)
+        if not with_text:  # the metadata's own digest: no text to decompress
+            if meta_sum(line) != int(segment.meta_sums[local]):
+                raise CorruptIndexError(f"chunk {row} of the index is damaged; {REBUILD}")
+            return Chunk(**json.loads(line), text="")
         raw = segment.text_bytes(local, local + 1)
         check_chunk(segment.sums, local, line, raw)  # never serve damaged text or metadata
-        record = json.loads(line)
-        return Chunk(**record, text=raw.decode("utf-8") if with_text else "")
+        return Chunk(**json.loads(line), text=raw.decode("utf-8"))
 
     def row_of(self, chunk_id: str) -> int:
         if not re.fullmatch(r"[0-9a-f]{16}", chunk_id):

@@ -19,7 +19,7 @@ from ..source.chunks import materialize
 from ..source.pathclass import content_flags
 from .blobcache import CachedFile
 from .dense import DenseIndex, faiss_id
-from .integrity import chunk_sum
+from .integrity import chunk_sum, meta_sum
 from .lexical import K1, postings_of
 from .lexical_view import idf_of, row_norms
 from .segment import Segment, SegmentData
@@ -60,6 +60,7 @@ class _Parts:
     text_lengths: list[np.ndarray] = field(default_factory=list)
     fids: list[np.ndarray] = field(default_factory=list)
     sums: list[np.ndarray] = field(default_factory=list)
+    meta_sums: list[np.ndarray] = field(default_factory=list)
     chunk_file: list[np.ndarray] = field(default_factory=list)
     flags: list[np.ndarray] = field(default_factory=list)
     vectors: list[np.ndarray] = field(default_factory=list)
@@ -101,6 +102,7 @@ def _add_fresh(parts: _Parts, f: FreshFile, file_index: int, row: int) -> int:
         parts.meta.append(line)
         parts.texts.append(text)
         parts.sums.append(np.array([chunk_sum(line, text)], dtype=np.int64))
+        parts.meta_sums.append(np.array([meta_sum(line)], dtype=np.int64))
         parts.meta_lengths.append(np.array([len(line)], dtype=np.int64))
         parts.text_lengths.append(np.array([len(text)], dtype=np.int64))
         ids[i] = faiss_id(c.id)
@@ -129,6 +131,7 @@ def _add_copied(parts: _Parts, f: CopiedFile, file_index: int, row: int) -> int:
     parts.text_lengths.append(np.diff(text_off[start : end + 1]))
     parts.fids.append(np.asarray(s.fids[start:end]))
     parts.sums.append(np.asarray(s.sums[start:end]))
+    parts.meta_sums.append(np.asarray(s.meta_sums[start:end]))
     parts.symbols.extend(s.symbols[start:end])
     parts.kinds.extend(s.kinds[start:end])
     parts.defines.extend(s.defines[start:end])
@@ -217,6 +220,7 @@ def assemble(
         flags=joined(parts.flags, np.uint8),
         fids=joined(parts.fids, np.int64),
         sums=joined(parts.sums, np.int64),
+        meta_sums=joined(parts.meta_sums, np.int64),
         meta=b"".join(parts.meta),
         meta_offsets=offsets(parts.meta_lengths),
         texts=b"".join(parts.texts),
