@@ -65,9 +65,10 @@ def files_under(directory: Path) -> dict[str, tuple[int, int]]:
     return out
 
 
-def python_files(repo: Path, n: int) -> list[str]:
+def python_files(repo: Path, n: int, start: int) -> list[str]:
+    """n source files, different ones for each `start` (each update its own segment)."""
     names = [p for p in git(repo, "ls-files", "*.py").splitlines() if "/tests/" not in p]
-    return sorted(names, key=lambda p: (len(p), p))[100 : 100 + n]
+    return sorted(names, key=lambda p: (len(p), p))[100 + start : 100 + start + n]
 
 
 def commit_change(repo: Path, files: list[str], tag: str) -> None:
@@ -133,7 +134,7 @@ def measure(
     for n in (1, 5):
         times = []
         for attempt in range(3):
-            commit_change(repo, python_files(repo, n), f"{n}-{attempt}")
+            commit_change(repo, python_files(repo, n, 10 * attempt + 5 * (n > 1)), f"{n}-{attempt}")
             before = files_under(index_dir)
             times.append(indexer(code, repo, "update"))
             after = files_under(index_dir)
@@ -146,7 +147,7 @@ def measure(
         print(label, json.dumps(result), file=sys.stderr, flush=True)
     if segments:
         for i in range(10 - 6):
-            commit_change(repo, python_files(repo, 1), f"seg-{i}")
+            commit_change(repo, python_files(repo, 1, 40 + i), f"seg-{i}")
             indexer(code, repo, "update")
         status = json.loads(
             subprocess.run(
