@@ -110,7 +110,13 @@ def search_p50(code: Path, repo: Path, rounds: int = 30) -> float:
 
 
 def measure(
-    code: Path, origin: Path, work: Path, label: str, segments: bool, start: Path | None = None
+    code: Path,
+    origin: Path,
+    work: Path,
+    label: str,
+    segments: bool,
+    start: Path | None = None,
+    search: bool = True,
 ) -> dict[str, object]:
     """`start`: a format-2 snapshot (segments: converted by convert_v2.py) or index directory
     (baseline: copied) of the same commit and chunker version, instead of a full build."""
@@ -145,7 +151,7 @@ def measure(
                 result["written_1file_pct"] = round(100 * written / total, 2)
         result[f"update_{n}file_s"] = round(statistics.median(times), 3)
         print(label, json.dumps(result), file=sys.stderr, flush=True)
-    if segments:
+    if segments and search:
         for i in range(10 - 6):
             commit_change(repo, python_files(repo, 1, 40 + i), f"seg-{i}")
             indexer(code, repo, "update")
@@ -162,7 +168,7 @@ def measure(
         result["search_p50_segments_ms"] = round(search_p50(code, repo), 2)
         indexer(code, repo, "optimize")
         result["search_p50_merged_ms"] = round(search_p50(code, repo), 2)
-    else:
+    elif search:
         result["search_p50_ms"] = round(search_p50(code, repo), 2)
     shutil.rmtree(repo, ignore_errors=True)
     return result
@@ -176,15 +182,20 @@ def main() -> None:
     parser.add_argument("--code", default=str(ROOT), help="the checkout measured (default: this)")
     parser.add_argument("--start-snapshot", default=None, help="format-2 snapshot to convert")
     parser.add_argument("--baseline-start", default=None, help="format-2 index dir to copy")
+    parser.add_argument("--no-search", action="store_true", help="updates and disk only")
     args = parser.parse_args()
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
     out: dict[str, object] = {"repo": args.repo}
     if args.baseline:
         start = Path(args.baseline_start) if args.baseline_start else None
-        out["baseline"] = measure(Path(args.baseline), Path(args.repo), work, "base", False, start)
+        out["baseline"] = measure(
+            Path(args.baseline), Path(args.repo), work, "base", False, start, not args.no_search
+        )
     start = Path(args.start_snapshot) if args.start_snapshot else None
-    out["segments"] = measure(Path(args.code), Path(args.repo), work, "seg", True, start)
+    out["segments"] = measure(
+        Path(args.code), Path(args.repo), work, "seg", True, start, not args.no_search
+    )
     print(json.dumps(out, indent=1))
 
 

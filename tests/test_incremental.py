@@ -228,14 +228,14 @@ def test_tiered_merge_policy() -> None:
 def test_updates_add_segments_and_optimize_merges_them(make_repo, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     from .conftest import run_cli
 
-    repo = make_repo(
-        {"a.py": PIECES["a.py"][0], "web/c.js": JS_CART, "docs/d.md": PIECES["docs/d.md"][0]}
-    )
+    files = {"a.py": PIECES["a.py"][0], "web/c.js": JS_CART, "docs/d.md": PIECES["docs/d.md"][0]}
+    repo = make_repo({**files, "pkg/b.py": PYTHON_NET})  # b.py keeps the first segment alive
+    update_index(repo, progress=False)
     for i, (name, text) in enumerate(
         [
             ("a.py", PIECES["a.py"][1]),
             ("docs/d.md", PIECES["docs/d.md"][1]),
-            ("a.py", PIECES["a.py"][2]),
+            ("web/c.js", PIECES["web/c.js"][1]),
         ]
     ):
         write_files(repo, {name: text})

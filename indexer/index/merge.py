@@ -23,7 +23,6 @@ from .vectors import StaticVectors
 from .writer import CopiedFile, assemble, stored_ranges
 
 MERGE_FACTOR = 8
-MAX_SEGMENTS = 16
 
 
 def _tier(rows: int) -> int:
@@ -37,14 +36,15 @@ def plan(sizes: list[tuple[int, int]]) -> list[int]:
     tiers: dict[int, list[int]] = {}
     for i, (live, _) in enumerate(sizes):
         tiers.setdefault(_tier(live), []).append(i)
+    # The smallest tiers first: once they hold MERGE_FACTOR segments together, merge them.
     chosen: set[int] = set()
     for tier in sorted(tiers):
-        members = tiers[tier]
-        if len(members) + len(chosen) >= MERGE_FACTOR:
-            chosen.update(members)  # smaller tiers merged so far join the merge
-        elif chosen or len(sizes) > MAX_SEGMENTS:
-            chosen.update(members)
-    if chosen:
+        chosen.update(tiers[tier])
+        if len(chosen) >= MERGE_FACTOR:
+            break
+    else:
+        chosen = set()
+    if chosen:  # a segment that is mostly deleted rows is rewritten with the merge
         chosen.update(i for i, (live, dead) in enumerate(sizes) if dead > live)
     return sorted(chosen) if len(chosen) >= 2 else []
 
