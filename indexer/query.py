@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from .tokens import STOPWORDS, code_terms, identifiers, lexical_terms, stem
 
@@ -33,6 +34,8 @@ class Query:
     salient_dense: list[str] = field(default_factory=list)  # the title and the evidence
     title_terms: set[str] = field(default_factory=set)
     paths: tuple[str, ...] = ()
+    # Dotted names split into lowercased parts: `std.fs.cwd` may name the module `std/fs`.
+    dotted: tuple[tuple[str, ...], ...] = ()
 
     def kind(self, long_words: int) -> str:
         if self.symbol_like:
@@ -54,6 +57,17 @@ class Query:
     def ask_terms(self) -> set[str]:
         """Words that may switch the demotion of tests/docs off: a long report's title only."""
         return self.title_terms if self.issue_sized else self.terms
+
+    @cached_property
+    def path_match_terms(self) -> frozenset[str]:
+        """The match terms stemmed, plus each pair of adjacent query words joined (a compound
+        file stem: "test client" names `testclient.py`)."""
+        terms = self.match_terms
+        words = code_terms(self.text)
+        joined = {
+            a + b for a, b in zip(words, words[1:], strict=False) if a in terms and b in terms
+        }
+        return frozenset({*terms, *joined, *(stem(t) for t in terms | joined)})
 
     @property
     def match_terms(self) -> set[str]:
@@ -151,4 +165,11 @@ def parse_query(text: str) -> Query:
         salient=salient,
         title_terms=title_terms,
         paths=paths,
+        dotted=tuple(
+            dict.fromkeys(
+                tuple(d.removesuffix("()").lower().split("."))
+                for d in _DOTTED.findall(text)
+                if d.lower() not in _NOT_DOTTED
+            )
+        ),
     )

@@ -16,7 +16,7 @@ from .pathclass import (
     FLAG_VENDORED,
 )
 from .query import Query
-from .tokens import path_terms, split_identifier
+from .tokens import path_terms, split_identifier, stem
 
 if TYPE_CHECKING:
     from .api import Index
@@ -71,6 +71,19 @@ def names_path(path: str, named: tuple[str, ...]) -> bool:
         if "/" not in written and written == parts[-1] and not written.startswith("__"):
             return True
     return False
+
+
+def names_module(path: str, dotted: tuple[tuple[str, ...], ...]) -> bool:
+    """Whether a dotted name spells this file's module: `std.fs.cwd` names `lib/std/fs.zig`,
+    `pkg.core.Basic` names `pkg/core.py` and `pkg/core/__init__.py` (the last directory and the
+    file's stem, adjacent in the name)."""
+    parts = path.lower().rsplit(".", 1)[0].split("/")
+    if parts[-1] in _GENERIC_STEMS:
+        parts.pop()
+    if len(parts) < 2:
+        return False
+    tail = (parts[-2], parts[-1])
+    return any(tail in zip(name, name[1:], strict=False) for name in dotted)
 
 
 def named_exactly(path: str, names: set[str]) -> bool:
@@ -140,7 +153,9 @@ def rerank(index: Index, q: Query, rows: np.ndarray, scores: np.ndarray) -> np.n
         mult = 1.0
         if w["path"]:
             mult *= 1.0 + w["path"] * path_match(index, f, q)
-            if q.paths and names_path(index.files[f]["path"], q.paths):
+            if (q.paths and names_path(index.files[f]["path"], q.paths)) or (
+                q.dotted and names_module(index.files[f]["path"], q.dotted)
+            ):
                 mult *= 1.0 + w["path"]
             if q.symbol_like and named_exactly(index.files[f]["path"], q.identifiers):
                 mult *= 1.0 + 0.5 * w["path"]
@@ -176,25 +191,37 @@ def rerank(index: Index, q: Query, rows: np.ndarray, scores: np.ndarray) -> np.n
     return out
 
 
+# A file named like these is named by its directory: `defaults/index.js`, `pkg/__init__.py`.
+_GENERIC_STEMS = frozenset({"index", "__init__", "mod", "init"})
+
+
 def path_match(index: Index, file: int, q: Query) -> float:
-    """How well the query's terms name the file: its stem fully, its directories half."""
+    """How well the query's terms name the file: its stem fully, its directories half.
+    A word matches as written or stemmed (`defaults/` is named by "default"), and two adjacent
+    query words name a compound stem (`testclient.py` by "test client")."""
     cache = index.path_term_cache
     cached = cache[file]
     if cached is None:
         parts = index.files[file]["path"].rsplit("/", 1)
-        cached = (
-            set(path_terms(parts[-1].rsplit(".", 1)[0])),
-            set(path_terms(parts[0])) if len(parts) == 2 else set(),
-        )
+        name = parts[-1].rsplit(".", 1)[0]
+        directory = parts[0] if len(parts) == 2 else ""
+        if name.lower() in _GENERIC_STEMS and directory:
+            directory, _, name = directory.rpartition("/")
+        cached = (_word_forms(name), _word_forms(directory) if directory else [])
         cache[file] = cached
-    stem_terms, dir_terms = cached
-    terms = q.match_terms
+    stem_words, dir_words = cached
+    terms = q.path_match_terms
     score = 0.0
-    if stem_terms:
-        score += len(stem_terms & terms) / len(stem_terms)
-    if dir_terms:
-        score += 0.5 * len(dir_terms & terms) / len(dir_terms)
+    if stem_words:
+        score += sum(1 for forms in stem_words if forms & terms) / len(stem_words)
+    if dir_words:
+        score += 0.5 * sum(1 for forms in dir_words if forms & terms) / len(dir_words)
     return min(score, 1.5)
+
+
+def _word_forms(path: str) -> list[frozenset[str]]:
+    """Each distinct term of a path, as written and stemmed."""
+    return [frozenset((t, stem(t))) for t in dict.fromkeys(path_terms(path))]
 
 
 def saturate(
