@@ -69,6 +69,10 @@ class Query:
         }
         return frozenset({*terms, *joined, *(stem(t) for t in terms | joined)})
 
+    @cached_property
+    def path_match_prefixes(self) -> tuple[str, ...]:
+        return tuple(t for t in self.match_terms if len(t) >= 6)
+
     @property
     def match_terms(self) -> set[str]:
         """Terms the path match reads: a long report's title and code-like evidence, else every

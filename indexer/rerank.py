@@ -213,10 +213,18 @@ def path_match(index: Index, file: int, q: Query) -> float:
     terms = q.path_match_terms
     score = 0.0
     if stem_words:
-        score += sum(1 for forms in stem_words if forms & terms) / len(stem_words)
+        score += sum(1 for forms in stem_words if _named(forms, terms, q)) / len(stem_words)
     if dir_words:
-        score += 0.5 * sum(1 for forms in dir_words if forms & terms) / len(dir_words)
+        score += 0.5 * sum(1 for forms in dir_words if _named(forms, terms, q)) / len(dir_words)
     return min(score, 1.5)
+
+
+def _named(forms: frozenset[str], terms: frozenset[str], q: Query) -> bool:
+    """A path word is named by a query word as written, stemmed, or as its abbreviation
+    (`config` by "configuration", `util` by "utility")."""
+    if forms & terms:
+        return True
+    return any(len(f) >= 4 and any(t.startswith(f) for t in q.path_match_prefixes) for f in forms)
 
 
 def _word_forms(path: str) -> list[frozenset[str]]:
