@@ -426,6 +426,11 @@ class Index:
         """Per file: its stem's and its directories' terms, filled as files are ranked."""
         return [None] * len(self.files)
 
+    @cached_property
+    def doc_flag_cache(self) -> dict[int, int]:
+        """Per file flagged as docs: what the flag becomes (rerank.corrected_flags)."""
+        return {}
+
     def _result(self, row: int, s: dict[str, float], with_text: bool) -> SearchResult:
         c = self.chunk_at(row, with_text=with_text)
         return SearchResult(

@@ -15,6 +15,8 @@ from .pathclass import (
     FLAG_TEST,
     FLAG_VENDORED,
 )
+from .languages import PLAIN_TEXT, detect_language
+from .pathclass import directory_flags
 from .query import Query
 from .tokens import path_terms, split_identifier, stem
 
@@ -119,6 +121,40 @@ _EVIDENCE_DEPTH = 3
 _EVIDENCE_CAP = 1.5
 
 
+# Prose formats: a file in one of these is documentation by its name alone.
+_DOC_EXTENSIONS = frozenset({"txt", "text", "adoc", "asciidoc", "textile", "rdoc", "pod", "wiki"})
+_DOC_LANGUAGES = frozenset({PLAIN_TEXT, "markdown", "rst", "org"})
+
+
+def corrected_flags(index: Index, files: np.ndarray, flags: np.ndarray) -> np.ndarray:
+    """The build flags a file as docs by its name (`.txt`) or for want of a grammar; outside a
+    docs directory, a file a grammar reads is not docs (`CMakeLists.txt`), and one of an unknown
+    format with an extension (Cython, templates, scripts) ranks like a data file."""
+    cache = index.doc_flag_cache
+    out = flags.copy()
+    for i, f in enumerate(files.tolist()):
+        if not flags[i] & FLAG_DOCS:
+            continue
+        if f not in cache:
+            cache[f] = doc_correction(index.files[f]["path"])
+        out[i] = (flags[i] & ~np.uint8(FLAG_DOCS)) | np.uint8(cache[f])
+    return out
+
+
+def doc_correction(path: str) -> int:
+    """FLAG_DOCS where the file stays docs, FLAG_DATA or 0 where it does not."""
+    directory, _, name = path.rpartition("/")
+    if directory_flags(directory + "/") & FLAG_DOCS:
+        return FLAG_DOCS
+    language = detect_language(path)
+    if language not in _DOC_LANGUAGES:
+        return 0
+    ext = name.rsplit(".", 1)[1].lower() if "." in name.lstrip(".") else ""
+    if language == PLAIN_TEXT and ext and ext not in _DOC_EXTENSIONS:
+        return FLAG_DATA
+    return FLAG_DOCS
+
+
 def data_demotion(index: Index, q: Query, files: np.ndarray, flags: np.ndarray) -> np.ndarray:
     """Data and configuration files rank below code for a question about behaviour; a query
     that names the file (`fusion.json`, `ci.yml`) keeps it where it is."""
@@ -162,6 +198,7 @@ def rerank(index: Index, q: Query, rows: np.ndarray, scores: np.ndarray) -> np.n
         if w["coherence"]:
             mult *= 1.0 + w["coherence"] * math.log1p(max(0, file_counts.get(f, 1) - 1))
         factor[f] = mult
+    flags = corrected_flags(index, files, flags)
     bad_rows = (flags & ~np.uint8((asked | FLAG_DATA) & 0xFF)) != 0
     out *= np.fromiter((factor[f] for f in files.tolist()), dtype=np.float64, count=len(rows))
     out[bad_rows] *= w["demote"]
