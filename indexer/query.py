@@ -9,6 +9,7 @@ actually writes as code, and the test/doc demotion is switched off only by the r
 
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -64,9 +65,7 @@ class Query:
         file stem: "test client" names `testclient.py`)."""
         terms = self.match_terms
         words = code_terms(self.text)
-        joined = {
-            a + b for a, b in zip(words, words[1:], strict=False) if a in terms and b in terms
-        }
+        joined = {a + b for a, b in itertools.pairwise(words) if a in terms and b in terms}
         return frozenset({*terms, *joined, *(stem(t) for t in terms | joined)})
 
     @cached_property

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .languages import PLAIN_TEXT, detect_language
 from .pathclass import (
     FLAG_DATA,
     FLAG_DOCS,
@@ -14,9 +16,8 @@ from .pathclass import (
     FLAG_GENERATED,
     FLAG_TEST,
     FLAG_VENDORED,
+    directory_flags,
 )
-from .languages import PLAIN_TEXT, detect_language
-from .pathclass import directory_flags
 from .query import Query
 from .tokens import path_terms, split_identifier, stem
 
@@ -85,7 +86,7 @@ def names_module(path: str, dotted: tuple[tuple[str, ...], ...]) -> bool:
     if len(parts) < 2:
         return False
     tail = (parts[-2], parts[-1])
-    return any(tail in zip(name, name[1:], strict=False) for name in dotted)
+    return any(tail in itertools.pairwise(name) for name in dotted)
 
 
 def named_exactly(path: str, names: set[str]) -> bool:

@@ -38,14 +38,15 @@ CASES = [
         "pkg/testclient.py",
         "class InProcess:\n    def get(self, url):\n        return self.app(url)\n",
         "pkg/transport.py",
-        'def send(client, requests):\n    """The client sends the requests, a test of the client."""\n'
+        "def send(client, requests):\n"
+        '    """The client sends the requests, a test of the client."""\n'
         "    return [client.send(request) for request in requests]\n",
     ),
     # A dotted name spells the module's path.
     (
         "how std.fs.cwd opens the current working directory",
         "lib/std/fs.zig",
-        "pub const cwd = Io.Dir.cwd;\npub const path = @import(\"fs/path.zig\");\n",
+        'pub const cwd = Io.Dir.cwd;\npub const path = @import("fs/path.zig");\n',
         "lib/std/Io/Dir.zig",
         "/// Opens the current working directory of the process (cwd).\n"
         "pub fn cwd() Dir {\n    // current working directory, opened relative to cwd\n"
