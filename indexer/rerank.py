@@ -122,15 +122,36 @@ _EVIDENCE_DEPTH = 3
 _EVIDENCE_CAP = 1.5
 
 
-# Prose formats: a file in one of these is documentation by its name alone.
-_DOC_EXTENSIONS = frozenset({"txt", "text", "adoc", "asciidoc", "textile", "rdoc", "pod", "wiki"})
+# Formats no bundled grammar reads that hold code: Cython, templates, Windows scripts, `.in`
+# sources. Other text of no known format (prose, translations, licences) stays documentation.
+_CODE_LIKE_TEXT = frozenset(
+    [
+        "pyx",
+        "pxd",
+        "pxi",
+        "j2",
+        "jinja",
+        "jinja2",
+        "tmpl",
+        "tpl",
+        "mako",
+        "hbs",
+        "handlebars",
+        "mustache",
+        "njk",
+        "liquid",
+        "bat",
+        "cmd",
+        "in",
+    ]
+)
 _DOC_LANGUAGES = frozenset({PLAIN_TEXT, "markdown", "rst", "org"})
 
 
 def corrected_flags(index: Index, files: np.ndarray, flags: np.ndarray) -> np.ndarray:
     """The build flags a file as docs by its name (`.txt`) or for want of a grammar; outside a
-    docs directory, a file a grammar reads is not docs (`CMakeLists.txt`), and one of an unknown
-    format with an extension (Cython, templates, scripts) ranks like a data file."""
+    docs directory, a file a grammar reads is not docs (`CMakeLists.txt`), and code of a format
+    no grammar reads (Cython, templates, scripts) ranks like a data file."""
     cache = index.doc_flag_cache
     out = flags.copy()
     for i, f in enumerate(files.tolist()):
@@ -151,7 +172,7 @@ def doc_correction(path: str) -> int:
     if language not in _DOC_LANGUAGES:
         return 0
     ext = name.rsplit(".", 1)[1].lower() if "." in name.lstrip(".") else ""
-    if language == PLAIN_TEXT and ext and ext not in _DOC_EXTENSIONS:
+    if language == PLAIN_TEXT and ext in _CODE_LIKE_TEXT:
         return FLAG_DATA
     return FLAG_DOCS
 
@@ -190,8 +211,9 @@ def rerank(index: Index, q: Query, rows: np.ndarray, scores: np.ndarray) -> np.n
         mult = 1.0
         if w["path"]:
             mult *= 1.0 + w["path"] * path_match(index, f, q)
+            # A report's dotted names are mostly its imports (context, not the fault).
             if (q.paths and names_path(index.files[f]["path"], q.paths)) or (
-                q.dotted and names_module(index.files[f]["path"], q.dotted)
+                q.dotted and not q.issue_sized and names_module(index.files[f]["path"], q.dotted)
             ):
                 mult *= 1.0 + w["path"]
             if q.symbol_like and named_exactly(index.files[f]["path"], q.identifiers):
