@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from indexer import Index, build_index
-from indexer.query import parse_query
-from indexer.rerank import names_module
+from indexer.search.query import parse_query
+from indexer.search.rerank import names_module
 
 from .conftest import MakeRepo
 

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from indexer import Index, build_index
-from indexer.pathclass import FLAG_DATA, FLAG_DOCS, FLAG_TEST, content_flags
-from indexer.query import parse_query, salient_text
-from indexer.rerank import doc_correction
+from indexer.search.query import parse_query, salient_text
+from indexer.search.rerank import doc_correction
+from indexer.source.pathclass import FLAG_DATA, FLAG_DOCS, FLAG_TEST, content_flags
 
 from .conftest import MakeRepo
 
