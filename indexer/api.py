@@ -427,8 +427,8 @@ class Index:
         return [None] * len(self.files)
 
     @cached_property
-    def doc_flag_cache(self) -> dict[int, int]:
-        """Per file flagged as docs: what the flag becomes (rerank.corrected_flags)."""
+    def flag_fix_cache(self) -> dict[int, tuple[int, int]]:
+        """Per file: the path-class flags to drop and to add (rerank.corrected_flags)."""
         return {}
 
     def _result(self, row: int, s: dict[str, float], with_text: bool) -> SearchResult:

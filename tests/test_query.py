@@ -8,8 +8,14 @@ import pytest
 
 from indexer import Index, build_index
 from indexer.search.query import parse_query, salient_text
-from indexer.search.rerank import doc_correction
-from indexer.source.pathclass import FLAG_DATA, FLAG_DOCS, FLAG_TEST, content_flags
+from indexer.search.rerank import doc_correction, shape_flags
+from indexer.source.pathclass import (
+    FLAG_DATA,
+    FLAG_DOCS,
+    FLAG_TEST,
+    FLAG_VENDORED,
+    content_flags,
+)
 
 from .conftest import MakeRepo
 
@@ -151,3 +157,8 @@ def test_a_cmake_file_is_code_not_docs(make_repo: MakeRepo) -> None:
     build_index(root, progress=False)
     top = Index.open(root).search("add a test executable linked against the codec library")
     assert top[0].path == "codec/CMakeLists.txt"
+    # Shapes the build's patterns miss: gettext catalogs, versioned or minified assets.
+    assert shape_flags("pkg/locale/de/LC_MESSAGES/pkg.js") == FLAG_DATA
+    assert shape_flags("pkg/static/jquery-3.5.1.js") == FLAG_VENDORED
+    assert shape_flags("pkg/static/app.min.js") == FLAG_VENDORED
+    assert shape_flags("pkg/locale/__init__.py") == 0

@@ -34,6 +34,7 @@ class Query:
     salient: set[str] = field(default_factory=set)
     salient_dense: list[str] = field(default_factory=list)  # the title and the evidence
     title_terms: set[str] = field(default_factory=set)
+    title_lexical: list[str] = field(default_factory=list)  # the title's BM25 terms
     paths: tuple[str, ...] = ()
     # Dotted names split into lowercased parts: `std.fs.cwd` may name the module `std/fs`.
     dotted: tuple[tuple[str, ...], ...] = ()
@@ -137,6 +138,7 @@ def parse_query(text: str) -> Query:
     salient_dense: list[str] = []
     salient: set[str] = set()
     title_terms: set[str] = set()
+    title_lexical: list[str] = []
     paths: tuple[str, ...] = ()
     if symbol_like:
         idents = identifiers(text)
@@ -152,6 +154,7 @@ def parse_query(text: str) -> Query:
             title = code_terms(_title(text))
             strong = frozenset(stem(t) for t in (*salient, *title))
             title_terms = set(title)
+            title_lexical = [stem(t) for t in title]
             salient_dense = code_terms(_title(text) + "\n" + evidence)
             paths = tuple(dict.fromkeys(_PATH.findall(text)))
     lowered = {w.lower() for w in idents} | _acronyms(words)
@@ -167,6 +170,7 @@ def parse_query(text: str) -> Query:
         salient_dense=salient_dense,
         salient=salient,
         title_terms=title_terms,
+        title_lexical=title_lexical,
         paths=paths,
         dotted=tuple(
             dict.fromkeys(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -150,22 +151,24 @@ _DOC_LANGUAGES = frozenset({PLAIN_TEXT, "markdown", "rst", "org"})
 
 
 def corrected_flags(index: Index, files: np.ndarray, flags: np.ndarray) -> np.ndarray:
-    """The build flags a file as docs by its name (`.txt`) or for want of a grammar; outside a
-    docs directory, a file a grammar reads is not docs (`CMakeLists.txt`), and code of a format
-    no grammar reads (Cython, templates, scripts) ranks like a data file."""
-    cache = index.doc_flag_cache
+    """The build's path classes, corrected where a name misleads them (`doc_correction`), plus
+    the classes a path's shape gives (`shape_flags`)."""
+    cache = index.flag_fix_cache
     out = flags.copy()
     for i, f in enumerate(files.tolist()):
-        if not flags[i] & FLAG_DOCS:
-            continue
-        if f not in cache:
-            cache[f] = doc_correction(index.files[f]["path"])
-        out[i] = (flags[i] & ~np.uint8(FLAG_DOCS)) | np.uint8(cache[f])
+        fix = cache.get(f)
+        if fix is None:
+            path = index.files[f]["path"]
+            drop = FLAG_DOCS if flags[i] & FLAG_DOCS else 0
+            fix = cache[f] = (drop, (doc_correction(path) if drop else 0) | shape_flags(path))
+        out[i] = (flags[i] & ~np.uint8(fix[0])) | np.uint8(fix[1])
     return out
 
 
 def doc_correction(path: str) -> int:
-    """FLAG_DOCS where the file stays docs, FLAG_DATA or 0 where it does not."""
+    """For a file the build flags as docs by its name (`.txt`) or for want of a grammar:
+    FLAG_DOCS where it stays docs; 0 outside a docs directory for a file a grammar reads
+    (`CMakeLists.txt`); FLAG_DATA for code of a format no grammar reads (Cython, templates)."""
     directory, _, name = path.rpartition("/")
     if directory_flags(directory + "/") & FLAG_DOCS:
         return FLAG_DOCS
@@ -176,6 +179,20 @@ def doc_correction(path: str) -> int:
     if language == PLAIN_TEXT and ext in _CODE_LIKE_TEXT:
         return FLAG_DATA
     return FLAG_DOCS
+
+
+# gettext catalogs (`locale/de/LC_MESSAGES/app.js`): translations, ranked like data.
+_CATALOG = re.compile(r"(^|/)LC_MESSAGES/")
+# A third-party asset copied in with its version or minified (`jquery-3.5.1.js`, `x.min.js`).
+_VENDORED_ASSET = re.compile(r"[-.]v?\d+\.\d+(\.\d+)?(\.min)?\.(js|css)$|\.min\.(js|css)$")
+
+
+def shape_flags(path: str) -> int:
+    """Classes the build's path patterns miss: translation catalogs, versioned assets."""
+    flags = FLAG_DATA if _CATALOG.search(path) else 0
+    if _VENDORED_ASSET.search(path.lower()):
+        flags |= FLAG_VENDORED
+    return flags
 
 
 def data_demotion(index: Index, q: Query, files: np.ndarray, flags: np.ndarray) -> np.ndarray:
