@@ -294,9 +294,14 @@ class Index(GenerationView):
         return {t for name in names for t in path_terms(name)}
 
     @cached_property
-    def path_term_cache(self) -> list[tuple[set[str], set[str]] | None]:
+    def path_term_cache(self) -> list[tuple[list[frozenset[str]], list[frozenset[str]]] | None]:
         """Per file: its stem's and its directories' terms, filled as files are ranked."""
         return [None] * len(self.files)
+
+    @cached_property
+    def flag_fix_cache(self) -> dict[int, tuple[int, int]]:
+        """Per file: the path-class flags to drop and to add (rerank.corrected_flags)."""
+        return {}
 
     def _result(self, row: int, s: dict[str, float], with_text: bool) -> SearchResult:
         c = self.chunk_at(row, with_text=with_text)
