@@ -28,7 +28,7 @@ from ..source.pathclass import content_flags
 from ..source.secrets import redact
 from .blobcache import CachedFile
 from .dense import faiss_id
-from .integrity import chunk_sum
+from .integrity import chunk_sum, meta_sum
 from .tokens import text_terms
 from .vectors import StaticVectors
 from .writer import module_definitions, path_documents
@@ -60,6 +60,7 @@ class FileResult:
     meta_lengths: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     text_lengths: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     sums: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    meta_sums: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     fids: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     symbols: list[str] = field(default_factory=list)
     kinds: list[str] = field(default_factory=list)
@@ -161,6 +162,7 @@ def _fill_rows(result: FileResult, chunks: list[Chunk], entry: CachedFile, table
     metas: list[bytes] = []
     texts: list[bytes] = []
     sums = np.empty(n, dtype=np.int64)
+    meta_sums = np.empty(n, dtype=np.int64)
     fids = np.empty(n, dtype=np.int64)
     posting_terms: list[str] = []  # each chunk's distinct terms, chunk after chunk
     posting_tfs: list[int] = []
@@ -174,6 +176,7 @@ def _fill_rows(result: FileResult, chunks: list[Chunk], entry: CachedFile, table
         metas.append(line)
         texts.append(text)
         sums[i] = chunk_sum(line, text)
+        meta_sums[i] = meta_sum(line)
         fids[i] = faiss_id(c.id)
         result.symbols.append(c.symbol)
         result.kinds.append(c.kind)
@@ -188,7 +191,7 @@ def _fill_rows(result: FileResult, chunks: list[Chunk], entry: CachedFile, table
     result.meta, result.texts = b"".join(metas), b"".join(texts)
     result.meta_lengths = np.fromiter(map(len, metas), dtype=np.int64, count=n)
     result.text_lengths = np.fromiter(map(len, texts), dtype=np.int64, count=n)
-    result.sums, result.fids = sums, fids
+    result.sums, result.meta_sums, result.fids = sums, meta_sums, fids
     local = {t: i for i, t in enumerate(dict.fromkeys(posting_terms))}
     result.terms = list(local)
     result.posting_chunks = np.repeat(np.arange(n, dtype=np.int32), per_chunk)

@@ -139,6 +139,7 @@ def _add_built(parts: _Parts, f: BuiltFile, file_index: int, row: int) -> int:
     parts.text_lengths.append(r.text_lengths)
     parts.fids.append(r.fids)
     parts.sums.append(r.sums)
+    parts.meta_sums.append(r.meta_sums)
     parts.symbols.extend(r.symbols)
     parts.kinds.extend(r.kinds)
     parts.defines.extend(r.defines)
