@@ -41,6 +41,13 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 os.environ["INDEXER_SAVINGS"] = "0"  # the benchmark's searches are not an agent's savings
 
+from indexer.graph import (  # noqa: E402
+    RESOLVER_VERSION,
+    CodeGraph,
+    GraphRanker,
+    graph_for_index,
+)
+
 from indexer.api import Index, parse_query  # noqa: E402
 from indexer.budget import count_tokens  # noqa: E402
 from indexer.compress import class_members, compress, full  # noqa: E402
@@ -54,12 +61,6 @@ from indexer.evaluate import (  # noqa: E402
     unique_in_order,
 )
 from indexer.fusion import FusionConfig  # noqa: E402
-from indexer.graph import (  # noqa: E402
-    RESOLVER_VERSION,
-    CodeGraph,
-    GraphRanker,
-    graph_for_index,
-)
 from indexer.line_scoring import query_weights  # noqa: E402
 
 BUDGETS = (500, 1500)

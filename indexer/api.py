@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from .answers import Verdict
     from .budget import Packed
     from .filters import SearchFilter
-    from .graph import CodeGraph
+    from .index.graph import CodeGraph
     from .related_types import Related
 
 __all__ = ["Index", "Query", "SearchResult", "build_index", "parse_query"]
@@ -245,19 +245,21 @@ class Index:
             return self.chunk_at(row_at_location(self, chunk_id))
         return self.chunk_at(self.row_of(chunk_id))
 
-    # -- code graph (indexer/graph.py; loaded only by the commands that use it) -------------------
+    # -- code graph (indexer/index/graph; read only by the commands that use it) -----------------
     @cached_property
     def graph(self) -> CodeGraph:
-        from .graph import CodeGraph
+        """The whole graph, resolved from the index's facts (ranking signals, export)."""
+        from .index.graph import CodeGraph
+        from .index.graph.related import facts_view
 
-        return CodeGraph.load(self.snapshot)
+        return CodeGraph.from_view(facts_view(self))
 
     @corrupt_as_error
     def related(
         self, key: str, direction: str = "both", depth: int = 1, limit: int = 50
     ) -> list[Related]:
         """Callers and/or callees of a symbol name, qualname, `path::qualname` or chunk id."""
-        from .graph import related
+        from .index.graph import related
         from .related_types import Related
 
         check_types(key=(key, str), direction=(direction, str), depth=(depth, int))
@@ -478,7 +480,15 @@ class Index:
         for store in stores or ():
             if hasattr(store, "close"):
                 store.close()
-        for name in ("lexical", "dense", "graph", "_fids", "_fid_lookup", "_offsets"):
+        for name in (
+            "lexical",
+            "dense",
+            "graph",
+            "_graph_query",
+            "_fids",
+            "_fid_lookup",
+            "_offsets",
+        ):
             self.__dict__.pop(name, None)
 
     def __enter__(self) -> Index:

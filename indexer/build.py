@@ -350,26 +350,13 @@ def build_index(
                 "dir": str(table_dir),
             },
         )
-        # An update publishes the searchable snapshot first and adds the code graph (whose
-        # global name resolution is the slowest step) in a second snapshot right after.
-        defer_graph = base is not None and _has_graph(base.path)
-        if not defer_graph:
-            _write_graph(writer.path, repository.path, indexed, base, fresh)
+        # The code graph's part is the changed files' facts: no name is resolved here.
+        _write_graph(writer.path, repository.path, indexed, base, fresh, jobs)
         snapshot = writer.publish(manifest)
     except BaseException:
         writer.abort()
         raise
     searchable_after = time.perf_counter() - started
-    if defer_graph:
-        published = read_manifest(snapshot)
-        graph_writer = SnapshotWriter(target)
-        try:
-            graph_writer.link_from(snapshot, published["files"])
-            _write_graph(graph_writer.path, repository.path, indexed, base, fresh)
-            snapshot = graph_writer.publish(manifest, known=published["files"])
-        except BaseException:
-            graph_writer.abort()
-            raise
     cache_store.trim()
     mode = "incremental" if base is not None else "full"
     report = _report(snapshot, read_manifest(snapshot), started, mode, len(kept))
@@ -406,9 +393,9 @@ def _switch_to_indexed(target: Path, commit: str, card: Any, started: float) -> 
 
 
 def _has_graph(snapshot: Path) -> bool:
-    from .graph import GRAPH_FILES
+    from .index.graph.facts import FACTS_META
 
-    return (snapshot / GRAPH_FILES).is_file()
+    return (snapshot / FACTS_META).is_file()
 
 
 def update_index(
@@ -428,17 +415,21 @@ def _write_graph(
     indexed: list[SourceFile],
     base: BaseSnapshot | None,
     fresh: dict[str, CachedFile],
+    jobs: int | None,
 ) -> None:
-    """graph.json: the code graph of the indexed files (indexer/graph.py). Files kept from a
-    base snapshot that has a graph reuse their stored part; only fresh files are parsed."""
-    from .graph import GRAPH_FILES, write_graph
+    """The code graph's facts of the indexed files (indexer/index/graph). Files kept from a
+    base snapshot that has facts keep theirs; only fresh files are parsed."""
+    from .index.graph.write import write_graph
 
-    base_has_graph = base is not None and (base.path / GRAPH_FILES).is_file()
+    base_dir = base.path if base is not None and _has_graph(base.path) else None
     chunks: list[Chunk] = []
+    kept = []
     for f in indexed:
         if f.path in fresh:
             chunks.extend(materialize(fresh[f.path].records, f.path, f.language or "text", f.blob))
-        elif base is not None and not base_has_graph:
+        elif base_dir is not None:
+            kept.append(f.path)
+        elif base is not None:
             chunks.extend(base.chunks(f.path))
     write_graph(
         directory,
@@ -446,7 +437,9 @@ def _write_graph(
         [f.path for f in indexed],
         {f.path: f.blob for f in indexed},
         chunks,
-        base=base.path if base_has_graph and base is not None else None,
+        jobs=jobs,
+        base=base_dir,
+        kept=kept,
     )
 
 

@@ -27,6 +27,7 @@ from .chunker import chunk_id, path_stem
 from .datafiles import data_records
 from .dense import faiss_id
 from .errors import IndexerError
+from .index.graph.facts import FACTS_LINES, FACTS_META
 from .integrity import CHUNK_SUMS, check_rows, chunk_sums
 from .notebook import cell_source
 from .secrets import redact
@@ -126,19 +127,24 @@ def _check(read: Callable[[str], bytes], names: set[str], repo: Any, commit: str
         ):
             raise ProvenanceError(f"{where} disagrees with the ranking columns")
         paths[record["id"]] = record["path"]
-    if "graph.json" in names:
-        _check_graph(json.loads(read("graph.json")), paths, set(texts_of))
+    if FACTS_META in names:
+        facts = json.loads(read(FACTS_META))
+        _check_graph(facts["paths"], read(FACTS_LINES).splitlines(), paths, set(texts_of))
     return rows
 
 
-def _check_graph(graph: dict[str, Any], chunk_paths: dict[str, str], file_paths: set[str]) -> None:
-    from .graph import _SYMBOL_KINDS
-
-    for node, kind, path in zip(graph["ids"], graph["kind"], graph["path"], strict=True):
-        if kind in _SYMBOL_KINDS and chunk_paths.get(node) != path:
-            raise ProvenanceError(f"its code graph names a symbol {node!r} that is no chunk")
-        if kind == "file" and path not in file_paths:
+def _check_graph(
+    facts_paths: list[str], lines: list[bytes], chunk_paths: dict[str, str], file_paths: set[str]
+) -> None:
+    """The graph facts describe indexed files, and their symbols are those files' chunks."""
+    if len(facts_paths) != len(lines):
+        raise ProvenanceError("its code graph facts do not match their file list")
+    for path, line in zip(facts_paths, lines, strict=True):
+        if path not in file_paths:
             raise ProvenanceError(f"its code graph names a file {path!r} that is not indexed")
+        for sym in json.loads(line)["symbols"]:
+            if any(chunk_paths.get(cid) != path for cid in sym[5]):
+                raise ProvenanceError(f"its code graph names a symbol {sym[0]!r} that is no chunk")
 
 
 def _is_marker(line: str) -> bool:

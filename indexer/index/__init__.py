@@ -1,0 +1,1 @@
+"""Chunks -> BM25, vectors and code-graph facts -> segments on disk."""
