@@ -142,7 +142,7 @@ def _check_graph(
     for path, line in zip(facts_paths, lines, strict=True):
         if path not in file_paths:
             raise ProvenanceError(f"its code graph names a file {path!r} that is not indexed")
-        for sym in json.loads(line)["symbols"]:
+        for sym in json.loads(line.partition(b"\t")[0])["symbols"]:
             if any(chunk_paths.get(cid) != path for cid in sym[5]):
                 raise ProvenanceError(f"its code graph names a symbol {sym[0]!r} that is no chunk")
 

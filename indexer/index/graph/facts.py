@@ -2,8 +2,9 @@
 
 A segment directory holds, for the files it serves (sorted by path):
 - `graph_facts.json`: format, paths and languages (one entry per file);
-- `graph_facts.jsonl` + `graph_facts_offsets.npy`: each file's FileGraph as one JSON line, so a
-  reader decodes only the files a question touches;
+- `graph_facts.jsonl` + `graph_facts_offsets.npy`: one line per file, its facts as JSON, then a
+  tab and its call sites as JSON, so a reader decodes only the files a question touches (and
+  resolution, which never reads call sites, only the first part);
 - `graph_facts_keys.npy` (int64, sorted) + `graph_facts_values.npy` (int32: file row << 2 | kind):
   the name index, 64-bit hashes of "tag\\0name" -> the files that define (d: short name,
   q: qualname, k: chunk id), call (c), import (i) a name, or import a module they call (m: a path
@@ -124,7 +125,14 @@ def copy_facts(
 
 
 def _line(fg: FileGraph) -> bytes:
-    return json.dumps(fg.to_dict(), ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+    """The file's facts, its call sites apart (after a tab) so resolution decodes only the rest."""
+    head = fg.to_dict()
+    calls = head.pop("calls")
+    return b"%s\t%s\n" % (_json(head), _json(calls))
+
+
+def _json(value: Any) -> bytes:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
 
 
 def _key_arrays(
@@ -186,11 +194,36 @@ class FactsSegment:
                 self._lines = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
         return bytes(self._lines[int(self.offsets[row]) : int(self.offsets[row + 1])])
 
-    def file(self, row: int) -> FileGraph:
+    def file(self, row: int, calls: bool = True) -> FileGraph:
+        """A file's facts; without `calls`, its call sites are left out (not decoded)."""
+        head, _, rest = self.raw(row).partition(b"\t")
         try:
-            return FileGraph.from_dict(self.paths[row], json.loads(self.raw(row)))
-        except (ValueError, KeyError) as exc:
+            raw = json.loads(head)
+            raw["calls"] = json.loads(rest) if calls else []
+            return FileGraph.from_dict(self.paths[row], raw)
+        except (ValueError, KeyError, TypeError) as exc:
             raise CorruptIndexError(f"unreadable graph facts in {self.directory}") from exc
+
+    def calls_named(self, row: int, names: Collection[str]) -> list[list[Any]]:
+        """The file's call sites whose called name is one of `names`, in order, found in the
+        stored JSON without decoding the others (a caller search reads many files for few
+        calls). A call site is `["caller","name","recv",line]`: a raw quote never occurs inside
+        a JSON string, so `,"name",` is the name (or the receiver: checked after decoding), the
+        last `["` before it starts the call site, and the first `]` after it (a receiver is a
+        dotted identifier) ends it."""
+        rest = self.raw(row).partition(b"\t")[2]
+        spans: dict[int, int] = {}
+        for name in names:
+            needle = b",%s," % _json(name)
+            pos = rest.find(needle)
+            while pos >= 0:
+                spans[rest.rfind(b'["', 0, pos)] = rest.find(b"]", pos + len(needle)) + 1
+                pos = rest.find(needle, pos + 1)
+        try:
+            found = [json.loads(rest[start:end]) for start, end in sorted(spans.items())]
+        except ValueError as exc:
+            raise CorruptIndexError(f"unreadable graph facts in {self.directory}") from exc
+        return [call for call in found if call[1] in names]
 
     def lookup(self, key: int) -> list[tuple[int, int]]:
         """(file row, kind code) of the live entries under `key`."""
@@ -220,6 +253,7 @@ class FactsView:
                     self.where[path] = (s, row)
         self._paths = sorted(self.where)
         self._files: dict[str, FileGraph] = {}
+        self._heads: dict[str, FileGraph] = {}
 
     @property
     def paths(self) -> Sequence[str]:
@@ -234,6 +268,21 @@ class FactsView:
         if fg is None:
             s, row = self.where[path]
             fg = self._files[path] = self.segments[s].file(row)
+        return fg
+
+    def calls_named(self, path: str, names: Collection[str]) -> list[list[Any]]:
+        """The file's call sites of any of `names`, in order."""
+        if path in self._files:
+            return [c for c in self._files[path].calls if c[1] in names]
+        s, row = self.where[path]
+        return self.segments[s].calls_named(row, names)
+
+    def head(self, path: str) -> FileGraph:
+        """The file's facts but its call sites (all resolution reads)."""
+        fg = self._files.get(path) or self._heads.get(path)
+        if fg is None:
+            s, row = self.where[path]
+            fg = self._heads[path] = self.segments[s].file(row, calls=False)
         return fg
 
     def files(self) -> dict[str, FileGraph]:
@@ -271,6 +320,9 @@ class FilesSource:
         return self._files[path].language
 
     def file(self, path: str) -> FileGraph:
+        return self._files[path]
+
+    def head(self, path: str) -> FileGraph:
         return self._files[path]
 
     def files(self) -> dict[str, FileGraph]:

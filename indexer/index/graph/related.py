@@ -16,7 +16,7 @@ from typing import Any
 
 from ...errors import IndexerError
 from .facts import FactsView, module_tokens
-from .model import JS_LANGUAGES, SYMBOL_KINDS, short_name
+from .model import JS_LANGUAGES, RESOLVED_LANGUAGES, SYMBOL_KINDS, FileGraph, short_name
 from .names import stem
 from .resolve import Resolver
 
@@ -37,7 +37,7 @@ class GraphQuery:
     def find(self, key: str) -> list[str]:
         """Nodes for a chunk id, a file path, `path::qualname`, a qualname or a symbol name."""
         for path in self.view.files_with("k", [key]):
-            for sym in self.view.file(path).symbols:
+            for sym in self.view.head(path).symbols:
                 if key in sym[5][1:]:
                     return [sym[0]]
         for path in self.view.files_with("k", [key]):
@@ -65,7 +65,7 @@ class GraphQuery:
         if directory not in self.r.dirs:
             return False
         for path in self.view.files_with("g", [posixpath.basename(directory)]):
-            fg = self.view.file(path)
+            fg = self.view.head(path)
             if any(self.r.import_target(fg, spec) == directory for spec, _, _ in fg.imports):
                 return True
         return False
@@ -107,9 +107,10 @@ class GraphQuery:
             return []
         out: dict[tuple[str, str], None] = {}
         for caller, name, recv, _ in self.view.file(path).calls:
-            src, dst, how = self.r.call_edge(path, caller, name, recv)
-            if src == node and dst != src:
-                out[(dst, how)] = None
+            if self.r.caller_node(path, caller) == node:
+                _, dst, how = self.r.call_edge(path, caller, name, recv)
+                if dst != node:
+                    out[(dst, how)] = None
         return list(out)
 
     def callers(self, node: str) -> list[tuple[str, str]]:
@@ -130,34 +131,60 @@ class GraphQuery:
         else:
             return []
         out: dict[tuple[str, str], None] = {}
+        method = not bare_only and "." in self.r.sym_qual[node]
         for path in candidates:
-            for caller, name, recv, _ in self.view.file(path).calls:
-                if (bare_only and recv != "") or (not bare_only and name not in names):
+            fg = self.view.head(path)
+            bound = _bound_names(fg) if method and fg.language != "java" else None
+            calls = self.view.file(path).calls if bare_only else self.view.calls_named(path, names)
+            for caller, name, recv, _ in calls:
+                if bare_only and recv != "":
+                    continue
+                if bound is not None and not self._may_reach_method(node, fg, bound, name, recv):
                     continue
                 src, dst, how = self.r.call_edge(path, caller, name, recv)
                 if dst == node and src != node:
                     out[(src, how)] = None
         return list(out)
 
+    def _may_reach_method(
+        self, node: str, fg: FileGraph, bound: set[str], name: str, recv: str
+    ) -> bool:
+        """False when a call site outside Java can reach the method `node` only by its name
+        being unique in the repository, and it is not. Outside Java, a bare name, an import or
+        a module member resolves to top-level definitions only (a JS import would have to name
+        a `.java` file to reach a method), so only a receiver bound in the file (an import or a
+        top-level class) or `self`/`super` leads to a method otherwise."""
+        if fg.language not in RESOLVED_LANGUAGES or recv == "":
+            return self.r.unique(name)[0] == node
+        if recv == "?":
+            return self.r.unique(name, methods_only=True, distinctive=True)[0] == node
+        if recv in ("self", "super") or fg.language == "go":
+            return True
+        if recv in bound or recv in self.r.top(fg.path) or recv.split(".", 1)[0] in bound:
+            return True
+        return self.r.unique(name, methods_only=True, distinctive=True)[0] == node
+
     def _aliases(self, node: str) -> set[str]:
         """Every name a call can use to reach `node`: its own, and the names imports and
         re-exports bind it to (JS/TS: default imports, when it can be its file's default)."""
         names = {short_name(self.r.sym_qual[node])}
-        imported = set(names)
         if self._may_be_default(node):
-            imported.add("default")
-        frontier = set(imported)
+            names.add("default")
+        # Outside Java an imported name binds a top-level definition: a method is reached
+        # through an import only by a Java static import.
+        java_only = "." in self.r.sym_qual[node]
+        frontier = set(names)
         while frontier:
             paths = self.view.files_with("i", frontier)
             frontier = set()
             for path in paths:
-                for _, name, alias in self.view.file(path).imports:
+                if java_only and self.view.language(path) != "java":
+                    continue
+                for _, name, alias in self.view.head(path).imports:
                     bound = alias or name
-                    if name in imported and bound not in names:
+                    if name in names and bound not in names:
                         names.add(bound)
-                        if bound not in imported:
-                            imported.add(bound)
-                            frontier.add(bound)
+                        frontier.add(bound)
         return names
 
     def _may_be_default(self, node: str) -> bool:
@@ -165,7 +192,7 @@ class GraphQuery:
         if self.view.language(path) not in JS_LANGUAGES or "." in self.r.sym_qual[node]:
             return False
         top = self.r.top(path)
-        name = self.view.file(path).default or stem(path)
+        name = self.view.head(path).default or stem(path)
         return top.get(name) == node or (name not in top and len(top) == 1)
 
     def neighbours(self, node: str, direction: str, depth: int = 1) -> list[tuple[str, int, str]]:
@@ -187,6 +214,14 @@ class GraphQuery:
                 if not other.startswith(("name:", "module:")):
                     queue.append(other)
         return found
+
+
+def _bound_names(fg: FileGraph) -> set[str]:
+    """Every name the file's imports may bind (a superset of its binding table's keys)."""
+    out = set()
+    for spec, name, alias in fg.imports:
+        out.update((alias, name, spec, spec.split(".", 1)[0]))
+    return out
 
 
 def graph_query(index: Any) -> GraphQuery:

@@ -36,6 +36,10 @@ class FactSource(Protocol):
 
     def file(self, path: str) -> FileGraph: ...
 
+    def head(self, path: str) -> FileGraph:
+        """The file's facts, its call sites possibly left out."""
+        ...
+
     def definitions(self, name: str) -> list[tuple[str, str]]:
         """(path, kind) of every definition whose short name is `name`."""
         ...
@@ -73,7 +77,7 @@ class Resolver:
     def _load(self, path: str) -> None:
         top: dict[str, str] = {}
         qual: dict[str, str] = {}
-        for sym in self.source.file(path).symbols:
+        for sym in self.source.head(path).symbols:
             node, qualname = sym[0], sym[1]
             qual[qualname] = node
             self.kind[node] = sym[2]
@@ -107,7 +111,7 @@ class Resolver:
 
     # -- imports ---------------------------------------------------------------------------------
     def _bind(self, path: str) -> dict[str, Binding]:
-        fg = self.source.file(path)
+        fg = self.source.head(path)
         table: dict[str, Binding] = {}
         stars: list[str] = []
         for spec, name, alias in fg.imports:
@@ -241,7 +245,7 @@ class Resolver:
                 return self.symbol_in(target, name, depth)
         if kind == "default":
             top = self.top(value) if value in self.paths else {}
-            name = self.source.file(value).default or stem(value)
+            name = self.source.head(value).default or stem(value)
             return top.get(name) or (next(iter(top.values())) if len(top) == 1 else None)
         return None
 
@@ -343,10 +347,14 @@ class Resolver:
             return None, ""
         return self.unique(name, methods_only=True, distinctive=True)
 
+    def caller_node(self, path: str, caller: str) -> str:
+        """The node a call site in `path` made by `caller` (a qualname, "" = module) leaves."""
+        return self.qual(path).get(caller, f"file:{path}") if caller else f"file:{path}"
+
     def call_edge(self, path: str, caller: str, name: str, recv: str) -> tuple[str, str, str]:
         """(source node, destination node, how) of one call site; an unresolved call points at
         `name:NAME`."""
-        src = self.qual(path).get(caller, f"file:{path}") if caller else f"file:{path}"
+        src = self.caller_node(path, caller)
         dst, how = self.resolve_call(path, caller, name, recv)
         if dst is None:
             return src, f"name:{name}", "unresolved"
@@ -390,7 +398,7 @@ class Resolver:
         rows = []
         follow, self._follow_bases = self._follow_bases, False
         try:
-            for cls_qual, base in self.source.file(path).bases:
+            for cls_qual, base in self.source.head(path).bases:
                 cls = self.qual(path).get(cls_qual)
                 if not cls:
                     continue
