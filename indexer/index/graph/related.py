@@ -218,7 +218,7 @@ class GraphQuery:
 
 def _bound_names(fg: FileGraph) -> set[str]:
     """Every name the file's imports may bind (a superset of its binding table's keys)."""
-    out = set()
+    out: set[str] = set()
     for spec, name, alias in fg.imports:
         out.update((alias, name, spec, spec.split(".", 1)[0]))
     return out
