@@ -11,8 +11,9 @@ from typing import Any
 import numpy as np
 
 from .facts import FactsView, FilesSource
+from .imports import FactSource
 from .model import EDGE_TYPES, HOW, SYMBOL_KINDS, FileGraph
-from .resolve import FactSource, Resolver
+from .resolve import Resolver
 
 _NODE_COLUMNS = ("kind", "path", "qualname", "start_line", "end_line")
 
