@@ -44,7 +44,10 @@ import json, sys, time
 from pathlib import Path
 design, snapshot, out, changed, repo = sys.argv[1:]
 snapshot, out = Path(snapshot), Path(out)
-from indexer.chunker import Chunk
+try:
+    from indexer.source.chunker import Chunk
+except ImportError:  # the code before the layout change
+    from indexer.chunker import Chunk
 files = json.loads((snapshot / "files.json").read_text())
 paths = [f["path"] for f in files]
 blob_of = {f["path"]: f["blob"] for f in files}
@@ -129,7 +132,7 @@ def new_index(old_index: Path, target: Path) -> Path:
     per-file data: an index this checkout opens."""
     sys.path.insert(0, str(ROOT))
     from indexer.index.graph import FileGraph, write_facts
-    from indexer.store import sha256_file
+    from indexer.index.store import sha256_file
 
     name = (old_index / "CURRENT").read_text().strip()
     snapshot = old_index / "snapshots" / name

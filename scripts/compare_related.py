@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT))
 
 from indexer import Index, build_index  # noqa: E402
 from indexer.errors import IndexerError  # noqa: E402
-from indexer.evaluate import commit_tree  # noqa: E402
+from indexer.eval.evaluate import commit_tree  # noqa: E402
 from indexer.index.graph import related  # noqa: E402
 
 OLD_COMMIT = "4ed996f"
@@ -49,7 +49,8 @@ def old_graph_module() -> types.ModuleType:
 
     def absolute(match: re.Match[str]) -> str:
         name = match.group(1)
-        for package in ("indexer", "indexer.source", "indexer.index", "indexer.search"):
+        packages = ("indexer", "indexer.source", "indexer.index", "indexer.search", "indexer.eval")
+        for package in packages:
             if importlib.util.find_spec(f"{package}.{name}") is not None:
                 return f"from {package}.{name} import"
         raise SystemExit(f"cannot find module {name}")

@@ -284,7 +284,7 @@ def test_replacing_one_file_updates_its_edges(poly_repo: Path) -> None:
 
 
 def test_extraction_takes_an_already_parsed_tree(poly_repo: Path) -> None:
-    from indexer.treenodes import parser
+    from indexer.source.treenodes import parser
 
     index = Index.open(poly_repo)
     path = "shop/pricing.py"
@@ -310,7 +310,7 @@ def test_related_cli_json(poly_repo: Path) -> None:
 
 
 def test_graph_signals_in_ranking_are_switchable(poly_repo: Path, tmp_path: Path) -> None:
-    from indexer.fusion import FusionConfig
+    from indexer.search.fusion import FusionConfig
 
     plain = Index.open(poly_repo)
     off = [r.id for r in plain.search("apply discount to the cart total", k=10, log=False)]
@@ -416,7 +416,7 @@ def test_incremental_updates_answer_related_exactly_as_full_builds(
     """Commit changes that move definitions, aliases and imports between files; after each
     update, every symbol's callers and callees (depth 2) equal those of a full build and of the
     whole resolved graph."""
-    from indexer.build import update_index
+    from indexer.index.build import update_index
     from indexer.index.graph.related import GraphQuery, facts_view
 
     from .conftest import commit_all, write_files

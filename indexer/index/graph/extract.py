@@ -12,11 +12,11 @@ from collections.abc import Sequence
 from functools import cache
 from typing import Any
 
-from ...chunker import Chunk
-from ...languages import SPECS
-from ...notebook import is_notebook
-from ...notebook import script as notebook_script
-from ...treenodes import parser
+from ...source.chunker import Chunk
+from ...source.languages import SPECS
+from ...source.notebook import is_notebook
+from ...source.notebook import script as notebook_script
+from ...source.treenodes import parser
 from .extract_go import go_file
 from .extract_java import java_file
 from .extract_js import js_bases, js_imports

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...chunker import Chunk
+from ...source.chunker import Chunk
 
 EDGE_TYPES = ("DEFINES", "IMPORTS", "CALLS", "INHERITS")
 HOW = (

@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from ...chunker import Chunk
 from ...errors import CorruptIndexError, IndexerError
+from ...source.chunker import Chunk
 from .codegraph import CodeGraph
 from .model import EDGE_TYPES, SYMBOL_KINDS
 
@@ -38,7 +38,7 @@ def rank_arrays(graph: CodeGraph, chunks: Sequence[Chunk]) -> tuple[np.ndarray, 
 def rows_from_snapshot(graph: CodeGraph, directory: Path) -> np.ndarray | None:
     """The node of every row from the snapshot's own chunk_fids.npy, chunk_file.npy and
     files.json (no chunk decoded); None where they are not there."""
-    from ...dense import faiss_id
+    from ..dense import faiss_id
 
     try:
         fids = np.load(directory / "chunk_fids.npy", allow_pickle=False)

@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from functools import cache
 from typing import Any
 
-from ...languages import SPECS
+from ...source.languages import SPECS
 from .model import FileGraph
 
 

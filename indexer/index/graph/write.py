@@ -10,8 +10,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from ...chunker import Chunk
-from ...languages import SPECS, detect_language
+from ...source.chunker import Chunk
+from ...source.languages import SPECS, detect_language
 from .extract import extract_file
 from .facts import FACTS_META, copy_facts, write_facts
 from .model import FileGraph
@@ -64,7 +64,7 @@ def extract_facts(
         return results
     from joblib import delayed
 
-    from ...workers import parallel
+    from ..workers import parallel
 
     for part in parallel(jobs, batch_size=1)(
         delayed(_extract_batch)(repo_path, b) for b in batches
