@@ -4,7 +4,6 @@ and `related` resolves what a question touches (indexer/index/graph/related.py).
 
 from __future__ import annotations
 
-from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
@@ -12,7 +11,7 @@ import numpy as np
 
 from .facts import FactsView, FilesSource
 from .imports import FactSource
-from .model import EDGE_TYPES, HOW, SYMBOL_KINDS, FileGraph
+from .model import EDGE_TYPES, HOW, SYMBOL_KINDS, FileGraph, walk
 from .resolve import Resolver
 
 _NODE_COLUMNS = ("kind", "path", "qualname", "start_line", "end_line")
@@ -192,20 +191,9 @@ class CodeGraph:
         """(node, distance, how) reached by following edges out (callees) or in (callers)."""
         wanted = {EDGE_TYPES.index(t) for t in edge_types}
         outgoing = direction == "callees"
-        seen = {node: 0}
-        found: list[tuple[str, int, str]] = []
-        queue = deque([node])
-        while queue:
-            current = queue.popleft()
-            dist = seen[current]
-            if dist >= depth:
-                continue
-            for s, d, t, h in self._edges(current, outgoing).tolist():
-                other = self.ids[d if outgoing else s]
-                if t not in wanted or other in seen:
-                    continue
-                seen[other] = dist + 1
-                found.append((other, dist + 1, HOW[h]))
-                if not other.startswith(("name:", "module:")):
-                    queue.append(other)
-        return found
+
+        def step(current: str) -> list[tuple[str, str]]:
+            edges = self._edges(current, outgoing).tolist()
+            return [(self.ids[d if outgoing else s], HOW[h]) for s, d, t, h in edges if t in wanted]
+
+        return walk(node, depth, step)

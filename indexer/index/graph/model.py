@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections import deque
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -94,3 +95,26 @@ def symbols_from_chunks(chunks: Sequence[Chunk]) -> list[list[Any]]:
 
 def short_name(qualname: str) -> str:
     return qualname.rsplit(".", 1)[-1]
+
+
+def walk(
+    node: str, depth: int, step: Callable[[str], Iterable[tuple[str, str]]]
+) -> list[tuple[str, int, str]]:
+    """(node, distance, how) reached breadth-first from `node` within `depth` hops, `step`
+    giving each node's (neighbour, how) in edge order; unresolved names are not expanded."""
+    seen = {node: 0}
+    found: list[tuple[str, int, str]] = []
+    queue = deque([node])
+    while queue:
+        current = queue.popleft()
+        dist = seen[current]
+        if dist >= depth:
+            continue
+        for other, how in step(current):
+            if other in seen:
+                continue
+            seen[other] = dist + 1
+            found.append((other, dist + 1, how))
+            if not other.startswith(("name:", "module:")):
+                queue.append(other)
+    return found

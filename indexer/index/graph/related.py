@@ -10,13 +10,12 @@ call-site order, the first way an edge was resolved wins.
 from __future__ import annotations
 
 import posixpath
-from collections import deque
 from collections.abc import Sequence
 from typing import Any
 
 from ...errors import IndexerError
 from .facts import FactsView, module_tokens
-from .model import JS_LANGUAGES, RESOLVED_LANGUAGES, SYMBOL_KINDS, FileGraph, short_name
+from .model import JS_LANGUAGES, RESOLVED_LANGUAGES, SYMBOL_KINDS, FileGraph, short_name, walk
 from .names import stem
 from .resolve import Resolver
 
@@ -197,23 +196,7 @@ class GraphQuery:
 
     def neighbours(self, node: str, direction: str, depth: int = 1) -> list[tuple[str, int, str]]:
         """(node, distance, how) reached by following CALLS edges out (callees) or in (callers)."""
-        step = self.callees if direction == "callees" else self.callers
-        seen = {node: 0}
-        found: list[tuple[str, int, str]] = []
-        queue = deque([node])
-        while queue:
-            current = queue.popleft()
-            dist = seen[current]
-            if dist >= depth:
-                continue
-            for other, how in step(current):
-                if other in seen:
-                    continue
-                seen[other] = dist + 1
-                found.append((other, dist + 1, how))
-                if not other.startswith(("name:", "module:")):
-                    queue.append(other)
-        return found
+        return walk(node, depth, self.callees if direction == "callees" else self.callers)
 
 
 def _bound_names(fg: FileGraph) -> set[str]:
