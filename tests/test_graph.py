@@ -417,6 +417,7 @@ def test_incremental_updates_answer_related_exactly_as_full_builds(
     update, every symbol's callers and callees (depth 2) equal those of a full build and of the
     whole resolved graph."""
     from indexer.index.build import update_index
+    from indexer.index.graph.facts import FACTS_FILE_NAMES
     from indexer.index.graph.related import GraphQuery, facts_view
 
     from .conftest import commit_all, write_files
@@ -448,6 +449,8 @@ def test_incremental_updates_answer_related_exactly_as_full_builds(
         full_dir = tmp_path / f"full{number}"
         build_index(poly_repo, index_dir=full_dir, progress=False)
         full = Index.open(poly_repo, index_dir=full_dir)
+        for name in FACTS_FILE_NAMES:  # the update copies, the full build parses: same bytes
+            assert (updated.snapshot / name).read_bytes() == (full.snapshot / name).read_bytes()
         graph = full.graph
         query = GraphQuery(facts_view(updated))
         nodes = [n for n in graph.ids if not n.startswith(("name:", "module:"))]

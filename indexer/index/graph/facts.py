@@ -160,7 +160,7 @@ def _write(
     offsets = np.zeros(len(lines) + 1, dtype=np.int64)
     np.cumsum([len(line) for line in lines], out=offsets[1:])
     np.save(directory / FACTS_OFFSETS, offsets)
-    order = np.argsort(keys, kind="stable")
+    order = np.lexsort((values, keys))  # canonical: an update writes what a full build writes
     np.save(directory / FACTS_KEYS, keys[order])
     np.save(directory / FACTS_VALUES, values[order])
 
