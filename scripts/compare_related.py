@@ -116,17 +116,35 @@ def compare(git_dir: Path, index_dir: Path, old: types.ModuleType, n: int, seed:
     return differences
 
 
+def fixture_tree(target: Path) -> Path:
+    from tests.test_graph import GO_FILES, JAVA_FILES, JS_FILES, PY_FILES, RUBY_FILES
+
+    for rel, content in {**PY_FILES, **JS_FILES, **GO_FILES, **JAVA_FILES, **RUBY_FILES}.items():
+        path = target / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(content if isinstance(content, bytes) else content.encode())
+    return target
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("sources", nargs="+", type=Path)
+    parser.add_argument("sources", nargs="*", type=Path)
     parser.add_argument("--symbols", type=int, default=300)
     parser.add_argument("--seed", type=int, default=8)
     parser.add_argument("--work", type=Path, default=None)
+    parser.add_argument(
+        "--fixture",
+        action="store_true",
+        help="also the multi-language project of tests/test_graph.py (Go, Java, Ruby, ...)",
+    )
     args = parser.parse_args()
     old = old_graph_module()
     work = args.work or Path(tempfile.mkdtemp(prefix="compare-related-"))
     total = 0
-    for source in args.sources:
+    sources = list(args.sources)
+    if args.fixture:
+        sources.append(fixture_tree(work / "trees" / "graph-fixture"))
+    for source in sources:
         git_dir = source
         if not (source / "HEAD").is_file():
             git_dir = work / "repos" / f"{source.name}.git"
