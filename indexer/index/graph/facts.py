@@ -7,8 +7,9 @@ A segment directory holds, for the files it serves (sorted by path):
   resolution, which never reads call sites, only the first part);
 - `graph_facts_keys.npy` (int64, sorted) + `graph_facts_values.npy` (int32: file row << 2 | kind):
   the name index, 64-bit hashes of "tag\\0name" -> the files that define (d: short name,
-  q: qualname, k: chunk id), call (c), import (i) a name, or import a module they call (m: a path
-  component) or a Go/Java package (g: its last component). Resolution looks names up here instead
+  q: qualname, k: chunk id), call (c), import (i) a name, name a base class (b: its last
+  component), or import a module they call (m: a path component) or a Go/Java package (g: its
+  last component). Resolution looks names up here instead
   of scanning the repository.
 Nothing is pickled; the arrays are memory-mapped.
 """
@@ -62,6 +63,8 @@ def file_keys(fg: FileGraph) -> list[tuple[int, int]]:
         names.add(("c", name))
         if recv == "":
             bare.add(name)
+    for _, base in fg.bases:
+        names.add(("b", base.split("<", 1)[0].split("[", 1)[0].rsplit(".", 1)[-1]))
     for spec, name, alias in fg.imports:
         if name not in ("", "*"):
             names.add(("i", name))

@@ -31,6 +31,7 @@ class GraphQuery:
         self.r = Resolver(view)
         self._callers: dict[str, list[tuple[str, str]]] = {}
         self._callees: dict[str, list[tuple[str, str]]] = {}
+        self._families: dict[str, set[str]] = {}
 
     # -- nodes -----------------------------------------------------------------------------------
     def find(self, key: str) -> list[str]:
@@ -138,7 +139,9 @@ class GraphQuery:
             for caller, name, recv, _ in calls:
                 if bare_only and recv != "":
                     continue
-                if bound is not None and not self._may_reach_method(node, fg, bound, name, recv):
+                if bound is not None and not self._may_reach_method(
+                    node, fg, bound, caller, name, recv
+                ):
                     continue
                 src, dst, how = self.r.call_edge(path, caller, name, recv)
                 if dst == node and src != node:
@@ -146,22 +149,52 @@ class GraphQuery:
         return list(out)
 
     def _may_reach_method(
-        self, node: str, fg: FileGraph, bound: set[str], name: str, recv: str
+        self, node: str, fg: FileGraph, bound: set[str], caller: str, name: str, recv: str
     ) -> bool:
-        """False when a call site outside Java can reach the method `node` only by its name
-        being unique in the repository, and it is not. Outside Java, a bare name, an import or
-        a module member resolves to top-level definitions only (a JS import would have to name
-        a `.java` file to reach a method), so only a receiver bound in the file (an import or a
-        top-level class) or `self`/`super` leads to a method otherwise."""
+        """False when a call site outside Java cannot resolve to the method `node`, decided
+        without resolving it. Outside Java a bare name, an import or a module member resolves to
+        top-level definitions only (a JS import would have to name a `.java` file to reach a
+        method); `self`/`super` and a class receiver reach `node` only from its class or a
+        subclass; everything else only by `node`'s name being unique in the repository."""
         if fg.language not in RESOLVED_LANGUAGES or recv == "":
             return self.r.unique(name)[0] == node
-        if recv == "?":
-            return self.r.unique(name, methods_only=True, distinctive=True)[0] == node
-        if recv in ("self", "super") or fg.language == "go":
+        if recv == "?" or fg.language == "go":
+            return fg.language == "go" or self._unique_method(name) == node
+        if recv in ("self", "super"):
+            cls = self.r.enclosing_class(fg.path, caller)
+            if cls is not None and cls in self._family(node):
+                return True
+            return self.r.unique(name, methods_only=True)[0] == node
+        if recv in bound or recv.split(".", 1)[0] in bound:
             return True
-        if recv in bound or recv in self.r.top(fg.path) or recv.split(".", 1)[0] in bound:
+        cls = self.r.top(fg.path).get(recv)
+        if cls is not None and self.r.kind.get(cls) == "class" and cls in self._family(node):
             return True
-        return self.r.unique(name, methods_only=True, distinctive=True)[0] == node
+        return self._unique_method(name) == node
+
+    def _unique_method(self, name: str) -> str | None:
+        return self.r.unique(name, methods_only=True, distinctive=True)[0]
+
+    def _family(self, method: str) -> set[str]:
+        """The class that defines `method` and every class inheriting from it, directly or not
+        (their bases resolved exactly, found through the base names in the name index)."""
+        if method in self._families:
+            return self._families[method]
+        parent = self.r.sym_qual[method].rsplit(".", 1)[0]
+        owner = self.r.qual(self.r.sym_path[method]).get(parent)
+        family: set[str] = set()
+        if owner is not None and self.r.kind.get(owner) == "class":
+            family.add(owner)
+            frontier = [owner]
+            while frontier:
+                current = frontier.pop()
+                for path in self.view.files_with("b", self._aliases(current)):
+                    for sub, target, _ in self.r.base_rows(path):
+                        if target == current and sub not in family:
+                            family.add(sub)
+                            frontier.append(sub)
+        self._families[method] = family
+        return family
 
     def _aliases(self, node: str) -> set[str]:
         """Every name a call can use to reach `node`: its own, and the names imports and
