@@ -132,6 +132,8 @@ class GraphQuery:
             return []
         out: dict[tuple[str, str], None] = {}
         method = not bare_only and "." in self.r.sym_qual[node]
+        if method and not any(self._unique_anyhow(name) == node for name in names):
+            candidates = self._method_callers_files(node, candidates)
         for path in candidates:
             fg = self.view.head(path)
             bound = _bound_names(fg) if method and fg.language != "java" else None
@@ -171,6 +173,19 @@ class GraphQuery:
         if cls is not None and self.r.kind.get(cls) == "class" and cls in self._family(node):
             return True
         return self._unique_method(name) == node
+
+    def _unique_anyhow(self, name: str) -> str | None:
+        """The definition `name` resolves to by being unique, with or without classes."""
+        return self.r.unique(name)[0] or self.r.unique(name, methods_only=True)[0]
+
+    def _method_callers_files(self, method: str, candidates: list[str]) -> list[str]:
+        """Of the files calling a method's name, those that can reach it when its name is not
+        unique: Java and Go files, the files of its class and subclasses (`self`, `super`, a
+        local class), and the files importing one of those classes (a class receiver)."""
+        family = self._family(method)
+        allowed = {self.r.sym_path[c] for c in family}
+        allowed.update(self.view.files_with("i", {n for c in family for n in self._aliases(c)}))
+        return [p for p in candidates if p in allowed or self.view.language(p) in ("java", "go")]
 
     def _unique_method(self, name: str) -> str | None:
         return self.r.unique(name, methods_only=True, distinctive=True)[0]
