@@ -7,10 +7,10 @@ A segment directory holds, for the files it serves (sorted by path):
   resolution, which never reads call sites, only the first part);
 - `graph_facts_keys.npy` (int64, sorted) + `graph_facts_values.npy` (int32: file row << 2 | kind):
   the name index, 64-bit hashes of "tag\\0name" -> the files that define (d: short name,
-  q: qualname, k: chunk id), call (c), import (i) a name, name a base class (b: its last
-  component), or import a module they call (m: a path component) or a Go/Java package (g: its
-  last component). Resolution looks names up here instead
-  of scanning the repository.
+  q: qualname, k: chunk id), call (c), import (i) a name or import it under another name (a),
+  name a base class (b: its last component), or import a module they call (m: a path component)
+  or a Go/Java package (g: its last component). Resolution looks names up here instead of
+  scanning the repository.
 Nothing is pickled; the arrays are memory-mapped.
 """
 
@@ -68,6 +68,8 @@ def file_keys(fg: FileGraph) -> list[tuple[int, int]]:
     for spec, name, alias in fg.imports:
         if name not in ("", "*"):
             names.add(("i", name))
+            if (alias or name) != name:
+                names.add(("a", name))  # imported under another name
         if fg.language in ("go", "java"):
             tail = spec.rsplit("/" if fg.language == "go" else ".", 1)[-1]
             names.add(("g", tail))

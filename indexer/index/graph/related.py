@@ -21,6 +21,7 @@ from .resolve import Resolver
 
 MAX_DEPTH = 5
 MAX_MATCHES = 10
+FAMILY_LIMIT = 64  # classes: a wider hierarchy costs more to find than the call sites it skips
 
 
 class GraphQuery:
@@ -31,7 +32,7 @@ class GraphQuery:
         self.r = Resolver(view)
         self._callers: dict[str, list[tuple[str, str]]] = {}
         self._callees: dict[str, list[tuple[str, str]]] = {}
-        self._families: dict[str, set[str]] = {}
+        self._families: dict[str, set[str] | None] = {}
 
     # -- nodes -----------------------------------------------------------------------------------
     def find(self, key: str) -> list[str]:
@@ -164,14 +165,17 @@ class GraphQuery:
             return fg.language == "go" or self._unique_method(name) == node
         if recv in ("self", "super"):
             cls = self.r.enclosing_class(fg.path, caller)
-            if cls is not None and cls in self._family(node):
+            family = self._family(node)
+            if cls is not None and (family is None or cls in family):
                 return True
             return self.r.unique(name, methods_only=True)[0] == node
         if recv in bound or recv.split(".", 1)[0] in bound:
             return True
         cls = self.r.top(fg.path).get(recv)
-        if cls is not None and self.r.kind.get(cls) == "class" and cls in self._family(node):
-            return True
+        if cls is not None and self.r.kind.get(cls) == "class":
+            family = self._family(node)
+            if family is None or cls in family:
+                return True
         return self._unique_method(name) == node
 
     def _unique_anyhow(self, name: str) -> str | None:
@@ -183,6 +187,8 @@ class GraphQuery:
         unique: Java and Go files, the files of its class and subclasses (`self`, `super`, a
         local class), and the files importing one of those classes (a class receiver)."""
         family = self._family(method)
+        if family is None:
+            return candidates
         allowed = {self.r.sym_path[c] for c in family}
         allowed.update(self.view.files_with("i", {n for c in family for n in self._aliases(c)}))
         return [p for p in candidates if p in allowed or self.view.language(p) in ("java", "go")]
@@ -190,24 +196,27 @@ class GraphQuery:
     def _unique_method(self, name: str) -> str | None:
         return self.r.unique(name, methods_only=True, distinctive=True)[0]
 
-    def _family(self, method: str) -> set[str]:
+    def _family(self, method: str) -> set[str] | None:
         """The class that defines `method` and every class inheriting from it, directly or not
-        (their bases resolved exactly, found through the base names in the name index)."""
+        (their bases resolved exactly, found through the base names in the name index); None
+        when it grows past FAMILY_LIMIT classes (then nothing is skipped on its account)."""
         if method in self._families:
             return self._families[method]
         parent = self.r.sym_qual[method].rsplit(".", 1)[0]
         owner = self.r.qual(self.r.sym_path[method]).get(parent)
-        family: set[str] = set()
+        family: set[str] | None = set()
         if owner is not None and self.r.kind.get(owner) == "class":
-            family.add(owner)
+            family = {owner}
             frontier = [owner]
-            while frontier:
+            while frontier and family is not None:
                 current = frontier.pop()
                 for path in self.view.files_with("b", self._aliases(current)):
                     for sub, target, _ in self.r.base_rows(path):
                         if target == current and sub not in family:
                             family.add(sub)
                             frontier.append(sub)
+                if len(family) > FAMILY_LIMIT:
+                    family = None
         self._families[method] = family
         return family
 
@@ -222,7 +231,7 @@ class GraphQuery:
         java_only = "." in self.r.sym_qual[node]
         frontier = set(names)
         while frontier:
-            paths = self.view.files_with("i", frontier)
+            paths = self.view.files_with("a", frontier)  # an import that renames
             frontier = set()
             for path in paths:
                 if java_only and self.view.language(path) != "java":
