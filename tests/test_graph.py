@@ -405,6 +405,10 @@ def test_a_view_over_segments_hides_deleted_paths(poly_repo: Path, tmp_path: Pat
     merged = CodeGraph.from_source(FactsView([(merged_dir, ())]))
     split = CodeGraph.from_source(view)
     assert split.ids == merged.ids and np.array_equal(split.edges, merged.edges)
+    # The newer segment in memory (the working-tree overlay): the same view.
+    overlay = FactsView([(old_dir, {"shop/tax.py", "shop/models.py"}), ([tax], ())])
+    in_memory = CodeGraph.from_source(overlay)
+    assert in_memory.ids == merged.ids and np.array_equal(in_memory.edges, merged.edges)
     assert view.definitions("Item") == [] and view.definitions("vat") == [
         ("shop/tax.py", "function")
     ]

@@ -241,6 +241,30 @@ class FactsSegment:
         return out
 
 
+class MemoryFacts:
+    """An in-memory segment's facts, answering what FactsSegment answers."""
+
+    def __init__(self, facts: Iterable[FileGraph], deleted: Collection[str] = ()) -> None:
+        self.files = sorted(facts, key=lambda fg: fg.path)
+        self.paths = [fg.path for fg in self.files]
+        self.languages = [fg.language for fg in self.files]
+        gone = set(deleted)
+        self.live = [p not in gone for p in self.paths]
+        self.index: dict[int, list[tuple[int, int]]] = {}
+        for row, fg in enumerate(self.files):
+            for key, kind in file_keys(fg):
+                self.index.setdefault(key, []).append((row, kind))
+
+    def file(self, row: int, calls: bool = True) -> FileGraph:
+        return self.files[row]
+
+    def calls_named(self, row: int, names: Collection[str]) -> list[list[Any]]:
+        return [c for c in self.files[row].calls if c[1] in names]
+
+    def lookup(self, key: int) -> list[tuple[int, int]]:
+        return [(row, kind) for row, kind in self.index.get(key, []) if self.live[row]]
+
+
 def read_facts(segment_dir: Path, deleted: Collection[str] = ()) -> FactsSegment:
     """The facts of one segment, with `deleted` paths (served by a newer segment) hidden."""
     return FactsSegment(segment_dir, deleted)
@@ -249,8 +273,15 @@ def read_facts(segment_dir: Path, deleted: Collection[str] = ()) -> FactsSegment
 class FactsView:
     """The live files of several segments as one repository: what resolution reads."""
 
-    def __init__(self, segments: Sequence[tuple[Path, Collection[str]]]) -> None:
-        self.segments = [read_facts(d, deleted) for d, deleted in segments]
+    def __init__(
+        self, segments: Sequence[tuple[Path | Iterable[FileGraph], Collection[str]]]
+    ) -> None:
+        """`segments`: (directory, or the facts of an in-memory segment such as the working-tree
+        overlay; paths it no longer serves), older first."""
+        self.segments: list[FactsSegment | MemoryFacts] = [
+            read_facts(d, deleted) if isinstance(d, Path) else MemoryFacts(d, deleted)
+            for d, deleted in segments
+        ]
         self.where: dict[str, tuple[int, int]] = {}
         for s, seg in enumerate(self.segments):
             for row, path in enumerate(seg.paths):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import posixpath
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from ...errors import IndexerError
@@ -273,8 +274,9 @@ def graph_query(index: Any) -> GraphQuery:
 
 
 def facts_view(index: Any) -> FactsView:
-    """The facts of an opened index: its segments' directories and deleted paths when it has
-    segments (`index.graph_segments()`), else its snapshot directory as the one segment."""
+    """The facts of an opened index: its segments' directories (or in-memory facts) and deleted
+    paths when it has segments (`index.graph_segments()`), else its snapshot directory as the
+    one segment."""
     from .facts import FACTS_META
 
     segments: Sequence[tuple[Any, Any]]
@@ -282,7 +284,7 @@ def facts_view(index: Any) -> FactsView:
         segments = index.graph_segments()
     else:
         segments = [(index.snapshot, ())]
-    if not all((d / FACTS_META).is_file() for d, _ in segments):
+    if not all(not isinstance(d, Path) or (d / FACTS_META).is_file() for d, _ in segments):
         raise IndexerError("this index has no code graph; run `indexer build` to add it")
     return FactsView(segments)
 
