@@ -51,7 +51,6 @@ from indexer.eval.evaluate import (  # noqa: E402
     prepare_index,
     unique_in_order,
 )
-from indexer.index.graph.facts import FACTS_META  # noqa: E402
 from indexer.index.graph.rank import GraphRanker  # noqa: E402
 from indexer.search.budget import count_tokens  # noqa: E402
 from indexer.search.compress import class_members, compress, full  # noqa: E402
@@ -228,11 +227,6 @@ def run_dataset(
             _ = index.lexical, index.dense
         except (OSError, ValueError, IndexerError):
             index, _ = prepare_index(tree, cache, rebuild=True, log=log)
-        if not (index.snapshot / FACTS_META).exists():
-            # The graph needs a snapshot with per-file graph facts.
-            start = time.perf_counter()
-            index, _ = prepare_index(tree, cache, rebuild=True, log=log)
-            extra["sympy_build_s"] = round(time.perf_counter() - start, 1)
         extra["graph_build_s"][tree.name] = round(attach_graph(index), 2)
         log(f"{tree.name}: {len(tree_cases)} queries")
         file_tokens = FileTokens(index)

@@ -32,7 +32,7 @@ sys.path.insert(0, str(ROOT))
 from indexer import Index, build_index  # noqa: E402
 from indexer.errors import IndexerError  # noqa: E402
 from indexer.eval.evaluate import commit_tree  # noqa: E402
-from indexer.index.graph import related  # noqa: E402
+from indexer.index.graph.related import related  # noqa: E402
 
 OLD_COMMIT = "4ed996f"
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import numpy as np
@@ -246,26 +245,28 @@ def test_graph_facts_are_plain_data_one_line_per_file(poly_repo: Path) -> None:
     from indexer.index.graph import read_facts
 
     index = Index.open(poly_repo)
-    meta = json.loads((index.snapshot / "graph_facts.json").read_text(encoding="utf-8"))
+    ((segment, deleted),) = index.graph_segments()  # a full build: one segment
+    assert isinstance(segment, Path) and not deleted
+    meta = json.loads((segment / "graph_facts.json").read_text(encoding="utf-8"))
     assert meta["paths"] == sorted(f["path"] for f in index.files)
-    lines = (index.snapshot / "graph_facts.jsonl").read_bytes().splitlines()
+    lines = (segment / "graph_facts.jsonl").read_bytes().splitlines()
     assert len(lines) == len(meta["paths"])
-    keys = np.load(index.snapshot / "graph_facts_keys.npy", allow_pickle=False)
+    keys = np.load(segment / "graph_facts_keys.npy", allow_pickle=False)
     assert keys.dtype == np.int64 and np.all(np.diff(keys) >= 0)
-    facts = read_facts(index.snapshot)
+    facts = read_facts(segment)
     files = {p: facts.file(i) for i, p in enumerate(facts.paths)}
     assert files["shop/tax.py"].symbols[0][1] == "vat"
     # The whole graph is the stored facts resolved: nothing else is stored.
     graph = CodeGraph.from_files(files)
     assert graph.ids == index.graph.ids and np.array_equal(graph.edges, index.graph.edges)
-    assert not [n for n in index.manifest["files"] if n.startswith("graph") and "facts" not in n]
+    assert not [n for n in index.manifest["files"] if "graph" in n and "graph_facts" not in n]
 
 
 def test_replacing_one_file_updates_its_edges(poly_repo: Path) -> None:
     from indexer.index.graph import read_facts
 
     index = Index.open(poly_repo)
-    facts = read_facts(index.snapshot)
+    facts = read_facts(index.graph_segments()[0][0])  # type: ignore[arg-type]
     files = {p: facts.file(i) for i, p in enumerate(facts.paths)}
     chunks = [
         index.chunk_at(i)
@@ -338,51 +339,8 @@ def test_graph_signals_in_ranking_are_switchable(poly_repo: Path, tmp_path: Path
             assert graph.ids[node] == f"file:{chunk.path}"
         else:
             assert graph.ids[node] == expected
-    # A snapshot without graph files (built before the graph existed) still searches.
-    old_snapshot = tmp_path / "old-snapshot"
-    shutil.copytree(plain.snapshot, old_snapshot)
-    manifest = json.loads((old_snapshot / "manifest.json").read_text())
-    for name in [n for n in manifest["files"] if n.startswith("graph")]:
-        (old_snapshot / name).unlink()
-        del manifest["files"][name]
-    (old_snapshot / "manifest.json").write_text(json.dumps(manifest))
-    old = Index(old_snapshot)
-    assert [r.id for r in old.search("apply discount to the cart total", log=False)]
-    with pytest.raises(IndexerError, match="no code graph"):
-        old.related("clamp")
     with pytest.raises(IndexerError, match=r"graph\.ppr"):
         FusionConfig.from_dict({"graph": {"ppr": -1}})
-
-
-def test_write_graph_copies_kept_files_facts_from_a_base_snapshot(
-    poly_repo: Path, tmp_path: Path
-) -> None:
-    from indexer.index.graph import FactsView, write_facts
-    from indexer.index.graph.write import write_graph
-
-    index = Index.open(poly_repo)
-    chunks = [index.chunk_at(i) for i in range(len(index))]
-    files = [f["path"] for f in index.files]
-    blob_of = {f["path"]: f["blob"] for f in index.files}
-    repo_path = index.manifest["repo_root"]
-    # A base whose facts for tax.py are recognisably different: kept files are copied as they
-    # are, never parsed again.
-    base = FactsView([(index.snapshot, ())]).files()
-    base["shop/tax.py"].calls.append(["vat", "marker_call", "", 1])
-    base_dir = tmp_path / "base"
-    base_dir.mkdir()
-    write_facts(base_dir, base.values())
-
-    def vat_callees(kept: list[str]) -> list[tuple[str, str, str]]:
-        out = tmp_path / f"g{len(kept)}"
-        out.mkdir()
-        write_graph(out, repo_path, files, blob_of, chunks, jobs=1, base=base_dir, kept=kept)
-        graph = CodeGraph.from_source(FactsView([(out, ())]))
-        return graph.out_edges(graph.find("shop/tax.py::vat")[0])
-
-    marker = ("name:marker_call", "CALLS", "unresolved")
-    assert marker in vat_callees(files)
-    assert marker not in vat_callees([p for p in files if p != "shop/tax.py"])
 
 
 def test_a_view_over_segments_hides_deleted_paths(poly_repo: Path, tmp_path: Path) -> None:
@@ -390,7 +348,7 @@ def test_a_view_over_segments_hides_deleted_paths(poly_repo: Path, tmp_path: Pat
     from indexer.index.graph import FactsView, write_facts
 
     index = Index.open(poly_repo)
-    files = FactsView([(index.snapshot, ())]).files()
+    files = FactsView(index.graph_segments()).files()
     old_dir, new_dir, merged_dir = (tmp_path / n for n in ("old", "new", "merged"))
     for d in (old_dir, new_dir, merged_dir):
         d.mkdir()
@@ -421,7 +379,7 @@ def test_incremental_updates_answer_related_exactly_as_full_builds(
     update, every symbol's callers and callees (depth 2) equal those of a full build and of the
     whole resolved graph."""
     from indexer.index.build import update_index
-    from indexer.index.graph.facts import FACTS_FILE_NAMES
+    from indexer.index.graph import FactsView
     from indexer.index.graph.related import GraphQuery, facts_view
 
     from .conftest import commit_all, write_files
@@ -453,8 +411,11 @@ def test_incremental_updates_answer_related_exactly_as_full_builds(
         full_dir = tmp_path / f"full{number}"
         build_index(poly_repo, index_dir=full_dir, progress=False)
         full = Index.open(poly_repo, index_dir=full_dir)
-        for name in FACTS_FILE_NAMES:  # the update copies, the full build parses: same bytes
-            assert (updated.snapshot / name).read_bytes() == (full.snapshot / name).read_bytes()
+        # The update's new segment holds the changed files' facts: the live facts are a full
+        # build's.
+        assert (
+            FactsView(updated.graph_segments()).files() == FactsView(full.graph_segments()).files()
+        )
         graph = full.graph
         query = GraphQuery(facts_view(updated))
         nodes = [n for n in graph.ids if not n.startswith(("name:", "module:"))]

@@ -1,1 +1,1 @@
-"""Chunks -> BM25, vectors and code-graph facts -> segments on disk."""
+"""Chunks -> BM25 postings, vectors and graph facts -> immutable segments on disk."""

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from functools import cache
 from typing import Any
 
-from ...source.chunker import Chunk
+from ...source.chunks import Chunk
 from ...source.languages import SPECS
 from ...source.notebook import is_notebook
 from ...source.notebook import script as notebook_script

@@ -21,7 +21,7 @@ import json
 import mmap
 import os
 import re
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -96,37 +96,6 @@ def write_facts(segment_dir: Path, facts: Iterable[FileGraph]) -> None:
     _write(
         segment_dir, [fg.path for fg in files], [fg.language for fg in files], lines, keys, values
     )
-
-
-def copy_facts(
-    base_dir: Path, segment_dir: Path, keep: Collection[str], fresh: Iterable[FileGraph]
-) -> None:
-    """Until every index is made of segments: a snapshot's facts are the base snapshot's facts
-    of the `keep` paths (copied as bytes, never decoded) plus the `fresh` files' facts."""
-    base = FactsSegment(base_dir)
-    entries: list[tuple[str, int | FileGraph]] = [
-        (p, i) for i, p in enumerate(base.paths) if p in keep
-    ]
-    entries += [(fg.path, fg) for fg in fresh]
-    entries.sort(key=lambda e: e[0])
-    remap = np.full(len(base.paths), -1, dtype=np.int64)
-    languages, lines, fresh_keys = [], [], []
-    for row, (_, item) in enumerate(entries):
-        if isinstance(item, FileGraph):
-            languages.append(item.language)
-            lines.append(_line(item))
-            fresh_keys.append((row, file_keys(item)))
-        else:
-            remap[item] = row
-            languages.append(base.languages[item])
-            lines.append(base.raw(item))
-    old_rows = np.asarray(base.values) >> 2
-    kept = remap[old_rows] >= 0
-    kept_values = (remap[old_rows[kept]] << 2) | (np.asarray(base.values)[kept] & 3)
-    keys, values = _key_arrays(fresh_keys)
-    keys = np.concatenate([np.asarray(base.keys)[kept], keys])
-    values = np.concatenate([kept_values.astype(np.int32), values])
-    _write(segment_dir, [p for p, _ in entries], languages, lines, keys, values)
 
 
 def _line(fg: FileGraph) -> bytes:
@@ -239,6 +208,24 @@ class FactsSegment:
             if self.live[value >> 2]:
                 out.append((value >> 2, value & 3))
         return out
+
+
+class FactsMapping(Mapping[str, dict[str, Any]]):
+    """A stored segment's facts as path -> FileGraph.to_dict(), each file decoded when asked
+    (an update that carries one file over from an older segment reads one line)."""
+
+    def __init__(self, segment: FactsSegment) -> None:
+        self.segment = segment
+        self.rows = {p: i for i, p in enumerate(segment.paths)}
+
+    def __getitem__(self, path: str) -> dict[str, Any]:
+        return self.segment.file(self.rows[path]).to_dict()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.rows)
+
+    def __len__(self) -> int:
+        return len(self.rows)
 
 
 class MemoryFacts:

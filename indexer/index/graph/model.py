@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ...source.chunker import Chunk
+if TYPE_CHECKING:
+    from ...source.chunks import Chunk
 
 EDGE_TYPES = ("DEFINES", "IMPORTS", "CALLS", "INHERITS")
 HOW = (

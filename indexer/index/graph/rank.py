@@ -4,48 +4,26 @@ file boost. The graph is resolved from the index's facts when a search first nee
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from functools import cached_property
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ...errors import CorruptIndexError, IndexerError
-from ...source.chunker import Chunk
 from .codegraph import CodeGraph
 from .model import EDGE_TYPES, SYMBOL_KINDS
 
 _RANK_EDGES = ("CALLS", "IMPORTS", "INHERITS", "DEFINES")
 
 
-def rank_arrays(graph: CodeGraph, chunks: Sequence[Chunk]) -> tuple[np.ndarray, ...]:
-    """What ranking needs: the node of every chunk row (`chunks` in row order) and the symmetric
-    adjacency (CSR) between repository nodes (name:/module: hubs would link everything that
-    calls `len`)."""
-    kinds = graph.columns["kind"]
-    rows = np.full(len(chunks), -1, dtype=np.int32)
-    for i, c in enumerate(chunks):
-        node = graph.chunk_node.get(c.id, c.id)
-        j = graph.index.get(node)
-        if j is None or kinds[j] not in SYMBOL_KINDS:
-            j = graph.index.get(f"file:{c.path}", -1)
-        rows[i] = j
-    return (rows, *_adjacency(graph))
-
-
-def rows_from_snapshot(graph: CodeGraph, directory: Path) -> np.ndarray | None:
-    """The node of every row from the snapshot's own chunk_fids.npy, chunk_file.npy and
-    files.json (no chunk decoded); None where they are not there."""
+def rows_of(
+    graph: CodeGraph, fids: np.ndarray, chunk_file: np.ndarray, file_paths: Sequence[str]
+) -> np.ndarray:
+    """The node of every row from the index's columns (FAISS id and file of each row; no chunk
+    decoded): its symbol, else its file."""
     from ..dense import faiss_id
 
-    try:
-        fids = np.load(directory / "chunk_fids.npy", allow_pickle=False)
-        chunk_file = np.load(directory / "chunk_file.npy", allow_pickle=False)
-        files = json.loads((directory / "files.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
     kinds = graph.columns["kind"]
     pairs = [(nid, i) for i, nid in enumerate(graph.ids) if kinds[i] in SYMBOL_KINDS]
     pairs += [(cid, graph.index[nid]) for cid, nid in graph.chunk_node.items()]
@@ -53,9 +31,7 @@ def rows_from_snapshot(graph: CodeGraph, directory: Path) -> np.ndarray | None:
     values = np.asarray([i for _, i in pairs], dtype=np.int64)
     order = np.argsort(keys)
     keys, values = keys[order], values[order]
-    file_nodes = np.asarray(
-        [graph.index.get(f"file:{f['path']}", -1) for f in files], dtype=np.int64
-    )
+    file_nodes = np.asarray([graph.index.get(f"file:{p}", -1) for p in file_paths], dtype=np.int64)
     rows = file_nodes[chunk_file] if len(chunk_file) else np.zeros(0, dtype=np.int64)
     if len(keys) and len(fids):
         pos = np.clip(np.searchsorted(keys, fids), 0, len(keys) - 1)
@@ -90,12 +66,9 @@ class GraphRanker:
         self.index = index
         n_rows = len(index)
         graph: CodeGraph = index.graph
-        found = rows_from_snapshot(graph, index.snapshot)
-        if found is None:
-            chunks = [index.chunk_at(i, with_text=False) for i in range(n_rows)]
-            row_node, indptr, indices = rank_arrays(graph, chunks)
-        else:
-            row_node, (indptr, indices) = found, _adjacency(graph)
+        paths = [f["path"] for f in index.files]
+        row_node = rows_of(graph, index._fids, index._chunk_file, paths)
+        indptr, indices = _adjacency(graph)
         if len(row_node) != n_rows:
             raise CorruptIndexError("the code graph does not match the chunks; run `indexer build`")
         self.row_node = row_node.astype(np.int64)

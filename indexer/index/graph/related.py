@@ -10,7 +10,6 @@ call-site order, the first way an edge was resolved wins.
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -274,16 +273,11 @@ def graph_query(index: Any) -> GraphQuery:
 
 
 def facts_view(index: Any) -> FactsView:
-    """The facts of an opened index: its segments' directories (or in-memory facts) and deleted
-    paths when it has segments (`index.graph_segments()`), else its snapshot directory as the
-    one segment."""
+    """The facts of an opened index: each live segment's directory (an in-memory segment: its
+    facts) and the paths it no longer serves (`Index.graph_segments`)."""
     from .facts import FACTS_META
 
-    segments: Sequence[tuple[Any, Any]]
-    if hasattr(index, "graph_segments"):
-        segments = index.graph_segments()
-    else:
-        segments = [(index.snapshot, ())]
+    segments = index.graph_segments()
     if not all(not isinstance(d, Path) or (d / FACTS_META).is_file() for d, _ in segments):
         raise IndexerError("this index has no code graph; run `indexer build` to add it")
     return FactsView(segments)
