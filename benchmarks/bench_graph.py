@@ -1,23 +1,23 @@
 """Code-graph benchmark: the graph work of a 1-file update and `indexer related` latency,
-before (global resolution, commit 4ed996f) and after (per-file facts, resolution at query time).
+before (global resolution, commit 4ed996f) and after (per-file facts in segments, resolution at
+query time).
 
-    python benchmarks/bench_graph.py [--indexes /work/bigbench/indexes] [--corpora sympy big]
-        [--work DIR] [--rounds 3]
+    python benchmarks/bench_graph.py --old-indexes /work/bigbench/indexes \\
+        --new-indexes sympy=DIR big=DIR [--work DIR] [--rounds 3]
 
-Inputs: indexes built by the old code (benchmarks/bench_latency.py leaves them under
-/work/bigbench/indexes/<corpus>), whose snapshots hold the old graph files. The old code is
-`git archive 4ed996f indexer` unpacked under --work and run from there (PYTHONPATH).
-- Graph work of a 1-file update, both designs in the same run, alternating, --rounds each:
+Inputs: for each corpus, an index built by the old code (benchmarks/bench_latency.py leaves them
+under /work/bigbench/indexes/<corpus>; its snapshot holds the old graph files) and one built by
+this checkout (`indexer build --index-dir DIR`). The old code is `git archive 4ed996f indexer`
+unpacked under --work and run from there (PYTHONPATH).
+- Graph work of a 1-file update (sympy/core/basic.py, 2,000 lines, changed), both designs in the
+  same run, alternating, --rounds each, each in a fresh process:
   before: `write_graph` of 4ed996f with the snapshot as base (reads the stored per-file data,
   parses the changed file, resolves every name, writes graph.json, edges, per-file data and the
-  ranking arrays); after: `write_graph` of this checkout (parses the changed file, copies the
-  other files' facts, writes the facts and their name index). The changed file is
-  sympy/core/basic.py (2,000 lines): its stored blob is marked stale, so both designs parse it
-  again.
-- `indexer related` latency: a cold process (`python -m indexer related KEY --json`) and warm
-  in-process calls (p50 over 50 methods, depth 1, both directions), old index vs new index (the
-  same snapshot, hard-linked, plus the facts converted from its per-file data, which is what the
-  extraction writes).
+  ranking arrays: what every update did);
+  after: what an update does for the graph now: extract the changed file's facts
+  (`extract_facts`) and write them into the new segment (`write_facts`).
+- `indexer related` latency: a cold process (`indexer related Basic.subs --json`, median of 3)
+  and warm in-process calls (p50/p95 over 50 methods, depth 1, both directions).
 Prints Markdown; raw numbers go to --out.
 """
 
@@ -45,7 +45,7 @@ from pathlib import Path
 design, snapshot, out, changed, repo = sys.argv[1:]
 snapshot, out = Path(snapshot), Path(out)
 try:
-    from indexer.source.chunker import Chunk
+    from indexer.source.chunks import Chunk
 except ImportError:  # the code before the layout change
     from indexer.chunker import Chunk
 files = json.loads((snapshot / "files.json").read_text())
@@ -59,9 +59,11 @@ if design == "before":
     from indexer.graph import write_graph
     write_graph(out, repo, paths, blob_of, changed_chunks, jobs=1, base=snapshot)
 else:
-    from indexer.index.graph.write import write_graph
-    kept = [p for p in paths if p != changed]
-    write_graph(out, repo, paths, blob_of, changed_chunks, jobs=1, base=snapshot, kept=kept)
+    from indexer.index.graph.facts import write_facts
+    from indexer.index.graph.model import FileGraph
+    from indexer.index.graph.write import extract_facts
+    facts = extract_facts(repo, [(changed, blob_of[changed], changed_chunks)], 1)
+    write_facts(out, [FileGraph.from_dict(p, d) for p, d in facts.items()])
 seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
 written = sum(p.stat().st_size for p in out.iterdir() if p.name.startswith("graph"))
 print(json.dumps({"seconds": seconds, "cpu": cpu, "bytes": written}))
@@ -69,13 +71,11 @@ print(json.dumps({"seconds": seconds, "cpu": cpu, "bytes": written}))
 
 WARM_CHILD = r"""
 import json, random, statistics, sys, time
-from pathlib import Path
-design, git_dir, index_dir = sys.argv[1], sys.argv[2], sys.argv[3]
+git_dir, index_dir = sys.argv[1:]
 from indexer.api import Index
 index = Index.open(git_dir, index_dir=index_dir)
-files = json.loads((index.snapshot / "files.json").read_text())
-with (index.snapshot / "chunks.jsonl").open("rb") as fh:
-    methods = [r["id"] for r in map(json.loads, fh) if r["kind"] == "method"]
+methods = sorted(index.chunk_at(i, with_text=False).id for i in range(len(index))
+                 if index.chunk_at(i, with_text=False).kind == "method")
 picked = random.Random(4).sample(methods, min(50, len(methods)))
 start = time.perf_counter()
 index.related(picked[0])
@@ -89,7 +89,7 @@ for key in picked[1:]:
 times.sort()
 print(json.dumps({"first_s": first, "p50_ms": 1000 * statistics.median(times),
                   "p95_ms": 1000 * times[int(0.95 * (len(times) - 1))],
-                  "cpu_p50_ms": 1000 * statistics.median(cpu)}))
+                  "max_ms": 1000 * times[-1], "cpu_p50_ms": 1000 * statistics.median(cpu)}))
 """
 
 
@@ -115,66 +115,28 @@ def old_code(work: Path) -> Path:
     return code
 
 
-def linked_snapshot(snapshot: Path, target: Path, stale: str | None) -> Path:
-    """A copy of `snapshot` (hard links) with the changed file's stored blob marked stale."""
+def stale_base(snapshot: Path, target: Path, stale: str) -> Path:
+    """A copy of `snapshot` (hard links) with the changed file's stored blob marked stale, so
+    the old update parses it again."""
     shutil.rmtree(target, ignore_errors=True)
     target.mkdir(parents=True)
     for f in snapshot.iterdir():
         if f.name != "graph_files.json":
             os.link(f, target / f.name)
     raw = json.loads((snapshot / "graph_files.json").read_text(encoding="utf-8"))
-    if stale is not None:
-        raw[stale]["blob"] = "0" * 40
+    raw[stale]["blob"] = "0" * 40
     (target / "graph_files.json").write_text(json.dumps(raw, separators=(",", ":")))
-    return target
-
-
-def new_index(old_index: Path, target: Path) -> Path:
-    """The old index's current snapshot (hard links) plus graph facts converted from its
-    per-file data: an index this checkout opens."""
-    sys.path.insert(0, str(ROOT))
-    from indexer.index.graph import FileGraph, write_facts
-    from indexer.index.store import sha256_file
-
-    name = (old_index / "CURRENT").read_text().strip()
-    snapshot = old_index / "snapshots" / name
-    dest = target / "snapshots" / name
-    if not (dest / "graph_facts.json").is_file():
-        shutil.rmtree(target, ignore_errors=True)
-        dest.mkdir(parents=True)
-        for f in snapshot.iterdir():
-            if not f.name.startswith("graph") and f.name != "manifest.json":
-                os.link(f, dest / f.name)
-        raw = json.loads((snapshot / "graph_files.json").read_text(encoding="utf-8"))
-        write_facts(dest, [FileGraph.from_dict(p, d) for p, d in raw.items()])
-        manifest = json.loads((snapshot / "manifest.json").read_text(encoding="utf-8"))
-        listed = {n: v for n, v in manifest["files"].items() if not n.startswith("graph")}
-        for f in dest.glob("graph_facts*"):
-            listed[f.name] = {"bytes": f.stat().st_size, "sha256": sha256_file(f)}
-        manifest["files"] = listed
-        (dest / "manifest.json").write_text(json.dumps(manifest))
-        (target / "CURRENT").write_text(name)
     return target
 
 
 def cold_related(code: Path, git_dir: Path, index_dir: Path, key: str, runs: int) -> float:
     env = {**os.environ, "PYTHONPATH": str(code), "INDEXER_SAVINGS": "0"}
+    command = [sys.executable, "-m", "indexer", "related", key, "--json", "--repo", str(git_dir)]
     times = []
     for _ in range(runs):
         start = time.perf_counter()
         proc = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "indexer",
-                "related",
-                key,
-                "--json",
-                "--repo",
-                str(git_dir),
-                "--index-dir",
-                str(index_dir),
-            ],
+            [*command, "--index-dir", str(index_dir)],
             capture_output=True,
             text=True,
             env=env,
@@ -186,28 +148,19 @@ def cold_related(code: Path, git_dir: Path, index_dir: Path, key: str, runs: int
     return statistics.median(times)
 
 
-def bench_corpus(name: str, indexes: Path, work: Path, rounds: int) -> dict[str, Any]:
-    old_index = indexes / name
+def bench_corpus(old_index: Path, new_index: Path, work: Path, rounds: int) -> dict[str, Any]:
     snapshot = old_index / "snapshots" / (old_index / "CURRENT").read_text().strip()
     files = json.loads((snapshot / "files.json").read_text())
     git_dir = Path(json.loads((snapshot / "manifest.json").read_text())["repo_root"])
-    changed = ""
-    with (snapshot / "chunks.jsonl").open("rb") as fh:
-        for line in fh:
-            if b'"Basic.subs"' in line:
-                changed = json.loads(line)["path"]
-                break
-    base_old = linked_snapshot(snapshot, work / name / "old-base" / "snapshots" / "s", changed)
-    new_dir = new_index(old_index, work / name / "new-index")
-    new_snapshot = next((new_dir / "snapshots").iterdir())
+    changed = next(f["path"] for f in files if f["path"].endswith("sympy/core/basic.py"))
+    base = stale_base(snapshot, work / old_index.name / "old-base" / "snapshots" / "s", changed)
     codes = {"before": old_code(work), "after": ROOT}
     update: dict[str, list[dict[str, Any]]] = {"before": [], "after": []}
     for _ in range(rounds):
         for design in ("before", "after"):
             out = Path(tempfile.mkdtemp(dir=work))
             for f in ("chunk_fids.npy", "chunk_file.npy", "files.json"):
-                os.link(snapshot / f, out / f)
-            base = base_old if design == "before" else new_snapshot
+                os.link(snapshot / f, out / f)  # the old rank arrays read them
             args = (design, str(base), str(out), changed, str(git_dir))
             update[design].append(child(codes[design], UPDATE_CHILD, *args))
             shutil.rmtree(out)
@@ -216,32 +169,32 @@ def bench_corpus(name: str, indexes: Path, work: Path, rounds: int) -> dict[str,
         result[f"update_graph_s_{design}"] = round(statistics.median(r["seconds"] for r in runs), 3)
         result[f"update_graph_cpu_s_{design}"] = round(statistics.median(r["cpu"] for r in runs), 3)
         result[f"update_graph_bytes_{design}"] = runs[0]["bytes"]
-    key = "Basic.subs"
-    index_dirs = {"before": old_index, "after": new_dir}
+    index_dirs = {"before": old_index, "after": new_index}
     for design in ("before", "after"):
         result[f"related_cold_s_{design}"] = round(
-            cold_related(codes[design], git_dir, index_dirs[design], key, 3), 3
+            cold_related(codes[design], git_dir, index_dirs[design], "Basic.subs", 3), 3
         )
-        warm = child(codes[design], WARM_CHILD, design, str(git_dir), str(index_dirs[design]))
+        warm = child(codes[design], WARM_CHILD, str(git_dir), str(index_dirs[design]))
         result[f"related_first_s_{design}"] = round(warm["first_s"], 3)
-        result[f"related_warm_p50_ms_{design}"] = round(warm["p50_ms"], 2)
-        result[f"related_warm_p95_ms_{design}"] = round(warm["p95_ms"], 2)
-        result[f"related_warm_cpu_p50_ms_{design}"] = round(warm["cpu_p50_ms"], 2)
+        for name in ("p50_ms", "p95_ms", "max_ms", "cpu_p50_ms"):
+            result[f"related_warm_{name}_{design}"] = round(warm[name], 2)
     return result
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--indexes", type=Path, default=Path("/work/bigbench/indexes"))
-    parser.add_argument("--corpora", nargs="+", default=["sympy", "big"])
+    parser.add_argument("--old-indexes", type=Path, default=Path("/work/bigbench/indexes"))
+    parser.add_argument("--new-indexes", nargs="+", required=True, help="CORPUS=INDEX_DIR")
     parser.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "bench-graph")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
-    args.work.mkdir(parents=True, exist_ok=True)
-    results = {
-        c: bench_corpus(c, args.indexes, args.work.resolve(), args.rounds) for c in args.corpora
-    }
+    work = args.work.resolve()
+    work.mkdir(parents=True, exist_ok=True)
+    results = {}
+    for spec in args.new_indexes:
+        name, _, new_dir = spec.partition("=")
+        results[name] = bench_corpus(args.old_indexes / name, Path(new_dir), work, args.rounds)
     rows = [
         ("graph work of a 1-file update, s", "update_graph_s"),
         ("its CPU seconds", "update_graph_cpu_s"),
@@ -250,6 +203,7 @@ def main() -> int:
         ("first `related` in a process, s", "related_first_s"),
         ("warm `related` p50, ms", "related_warm_p50_ms"),
         ("warm `related` p95, ms", "related_warm_p95_ms"),
+        ("warm `related` max, ms", "related_warm_max_ms"),
         ("warm `related` CPU p50, ms", "related_warm_cpu_p50_ms"),
     ]
     print("| measure | " + " | ".join(f"{c} before | {c} after" for c in results) + " |")
