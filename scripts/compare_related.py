@@ -81,7 +81,11 @@ def compare(git_dir: Path, index_dir: Path, old: types.ModuleType, n: int, seed:
     build_index(git_dir, index_dir=index_dir, progress=False)
     index = Index.open(git_dir, index_dir=index_dir)
     started = time.perf_counter()
-    old_graph = old.graph_for_index(index, jobs=1)
+    chunks = [index.chunk_at(i, with_text=False) for i in range(len(index))]
+    paths = [f["path"] for f in index.files]
+    blob_of = {f["path"]: f["blob"] for f in index.files}
+    with tempfile.TemporaryDirectory() as tmp:  # what a full build of 4ed996f wrote
+        old_graph = old.write_graph(Path(tmp), str(git_dir), paths, blob_of, chunks, jobs=1)
     old_s = time.perf_counter() - started
     kinds = old_graph.columns["kind"]
     symbols = [i for i, k in zip(old_graph.ids, kinds, strict=True) if k in old._SYMBOL_KINDS]
