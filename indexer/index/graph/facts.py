@@ -221,6 +221,9 @@ class FactsMapping(Mapping[str, dict[str, Any]]):
     def __getitem__(self, path: str) -> dict[str, Any]:
         return self.segment.file(self.rows[path]).to_dict()
 
+    def __contains__(self, path: object) -> bool:
+        return path in self.rows
+
     def __iter__(self) -> Iterator[str]:
         return iter(self.rows)
 
