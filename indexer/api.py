@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -16,20 +15,18 @@ import numpy as np
 
 from .errors import IndexerError, check_types
 from .index.gitdir import git_dir as _git_dir
-from .index.integrity import check_chunk, corrupt_as_error
-from .index.lexical_view import LexicalView
-from .index.reader import DenseView, RowSpace, open_generation, open_space
+from .index.integrity import corrupt_as_error
 from .index.segment import SegmentData
 from .index.store import current_generation, default_index_dir
 from .index.tokens import path_terms
 from .index.vectors import StaticVectors
+from .index.view import GenerationView, Overlay
 from .search.fusion import FusionConfig
 from .search.query import Query, parse_query
 from .search.ranking import rank
 from .source.chunks import Chunk
 
 if TYPE_CHECKING:
-    from .index.graph import CodeGraph, FileGraph
     from .search.answers import Verdict
     from .search.budget import Packed
     from .search.filters import SearchFilter
@@ -73,8 +70,10 @@ class SearchResult:
         return data
 
 
-class Index:
-    """A read-only view of one repository's current index generation (its live segments).
+class Index(GenerationView):
+    """A read-only view of one repository's current index generation (its live segments),
+    with searching, chunk lookup, the code graph commands and status on top of the arrays
+    GenerationView (indexer/index/view.py) loads.
 
     `overlay`: an extra in-memory segment (indexer.index.segment.SegmentData) and paths masked
     in every stored segment: what the working-tree overlay adds (see `with_overlay`)."""
@@ -84,13 +83,10 @@ class Index:
         snapshot: Path,
         fusion: FusionConfig | None = None,
         vectors: StaticVectors | None = None,
-        overlay: tuple[SegmentData | None, Iterable[str]] | None = None,
+        overlay: Overlay | None = None,
     ) -> None:
-        self.snapshot = snapshot  # the generation manifest: <index dir>/generations/<name>.json
-        self.manifest, self._parts = corrupt_as_error(open_generation)(snapshot)
+        super().__init__(snapshot, vectors, overlay)
         self.fusion = fusion or FusionConfig.load()
-        self._vectors = vectors
-        self._overlay = overlay
         self.session: str | None = None  # savings-log session of this object's searches
 
     def with_overlay(self, segment: SegmentData | None, masked: Iterable[str] = ()) -> Index:
@@ -115,103 +111,12 @@ class Index:
         snapshot = current_generation(Path(index_dir))
         if _reused is None or fusion is not None:
             return cls(snapshot, fusion)
-        # A long-lived server (indexer/serve.py): generations are immutable, so every open of
-        # the same one shares what was loaded; an update moves CURRENT and the next open follows.
+        # A long-lived server (indexer/serve/serve.py): generations are immutable, so each open
+        # of the same one shares what was loaded; an update moves CURRENT and the next follows.
         index = _reused.get(snapshot.parent.parent)
         if index is None or index.snapshot != snapshot:
             index = _reused[snapshot.parent.parent] = cls(snapshot)
         return index
-
-    # -- lazily loaded parts (a cold `indexer search` loads only what it needs) ------------------
-    @cached_property
-    def vectors(self) -> StaticVectors:
-        if self._vectors is not None:
-            return self._vectors
-        info = self.manifest.get("vectors", {})
-        table = StaticVectors.load(Path(info["dir"]) if info.get("dir") else None)
-        if table.dim != info.get("dims") or len(table.vocab) != info.get("vocab_size"):
-            raise IndexerError(
-                "the static vector table changed since this index was built; run `indexer build`"
-            )
-        return table
-
-    @cached_property
-    def space(self) -> RowSpace:
-        """The live rows of every segment in one row space (indexer/index/reader.py)."""
-        return corrupt_as_error(open_space)(self._parts, self._overlay)
-
-    @cached_property
-    def lexical(self) -> LexicalView:
-        return LexicalView(self.space)
-
-    @cached_property
-    def dense(self) -> DenseView:
-        return DenseView(self.space, self._fids)
-
-    @cached_property
-    def _fids(self) -> np.ndarray:
-        return self.space.gather("fids")
-
-    @cached_property
-    def _fid_lookup(self) -> tuple[np.ndarray, np.ndarray]:
-        order = np.argsort(self._fids)
-        return self._fids[order], order
-
-    @cached_property
-    def _chunk_file(self) -> np.ndarray:
-        return self.space.chunk_file
-
-    @cached_property
-    def _chunk_flags(self) -> np.ndarray:
-        return self.space.gather("flags")
-
-    @cached_property
-    def _columns(self) -> dict[str, list[str]]:
-        return {name: self.space.gather_list(name) for name in ("symbols", "kinds", "defines")}
-
-    @cached_property
-    def files(self) -> list[dict[str, Any]]:
-        return self.space.files
-
-    @cached_property
-    def _file_times(self) -> np.ndarray:
-        return np.asarray([f["time"] for f in self.files], dtype=np.int64)
-
-    @property
-    def commit(self) -> str:
-        return str(self.manifest["commit"])
-
-    def __len__(self) -> int:
-        if self._overlay is None:
-            return int(self.manifest["counts"]["chunks"])
-        return self.space.n_rows
-
-    # -- chunk access ----------------------------------------------------------------------------
-    @cached_property
-    def blob_of(self) -> dict[str, str]:
-        """path -> blob id of every indexed file."""
-        return {f["path"]: f["blob"] for f in self.files}
-
-    @corrupt_as_error
-    def chunk_at(self, row: int, with_text: bool = True) -> Chunk:
-        segment, local = self.space.locate(row)
-        line = segment.meta_bytes(local, local + 1)
-        raw = segment.text_bytes(local, local + 1)
-        check_chunk(segment.sums, local, line, raw)  # never serve damaged text or metadata
-        record = json.loads(line)
-        return Chunk(**record, text=raw.decode("utf-8") if with_text else "")
-
-    def row_of(self, chunk_id: str) -> int:
-        if not re.fullmatch(r"[0-9a-f]{16}", chunk_id):
-            raise IndexerError(f"not a chunk id: {chunk_id!r} (expected 16 hex digits)")
-        from .index.dense import faiss_id
-
-        sorted_fids, order = self._fid_lookup
-        fid = faiss_id(chunk_id)
-        pos = int(np.searchsorted(sorted_fids, fid))
-        if pos >= len(sorted_fids) or sorted_fids[pos] != fid:
-            raise IndexerError(f"no chunk with id {chunk_id} in the index")
-        return int(order[pos])
 
     @corrupt_as_error
     def show(self, chunk_id: str) -> Chunk:
@@ -223,20 +128,7 @@ class Index:
             return self.chunk_at(row_at_location(self, chunk_id))
         return self.chunk_at(self.row_of(chunk_id))
 
-    # -- code graph (indexer/index/graph; read only by the commands that use it) -----------------
-    @cached_property
-    def graph(self) -> CodeGraph:
-        """The whole graph, resolved from the index's facts (ranking signals, export)."""
-        from .index.graph import CodeGraph
-        from .index.graph.related import facts_view
-
-        return CodeGraph.from_view(facts_view(self))
-
-    def graph_segments(self) -> list[tuple[Path | list[FileGraph], set[str]]]:
-        """Where the code-graph facts of the live files are: each segment's directory (an
-        in-memory segment: its facts) and the paths it no longer serves."""
-        return self.space.graph_segments()
-
+    # -- code graph (indexer/index/graph.py; loaded only by the commands that use it) ------------
     @corrupt_as_error
     def related(
         self, key: str, direction: str = "both", depth: int = 1, limit: int = 50
@@ -365,11 +257,6 @@ class Index:
         """Ranked (row, scores) pairs: see indexer/search/ranking.py."""
         return rank(self, q, k, cut, retrievers, allowed)
 
-    def _rows_of_fids(self, fids: np.ndarray) -> np.ndarray:
-        sorted_fids, order = self._fid_lookup
-        pos = np.searchsorted(sorted_fids, fids)
-        return order[np.clip(pos, 0, len(order) - 1)].astype(np.int64)
-
     @cached_property
     def _definitions(self) -> dict[str, list[int]]:
         """Lowercased defined name -> rows: definitions' symbols and module-level names."""
@@ -407,9 +294,14 @@ class Index:
         return {t for name in names for t in path_terms(name)}
 
     @cached_property
-    def path_term_cache(self) -> list[tuple[set[str], set[str]] | None]:
+    def path_term_cache(self) -> list[tuple[list[frozenset[str]], list[frozenset[str]]] | None]:
         """Per file: its stem's and its directories' terms, filled as files are ranked."""
         return [None] * len(self.files)
+
+    @cached_property
+    def flag_fix_cache(self) -> dict[int, tuple[int, int]]:
+        """Per file: the path-class flags to drop and to add (rerank.corrected_flags)."""
+        return {}
 
     def _result(self, row: int, s: dict[str, float], with_text: bool) -> SearchResult:
         c = self.chunk_at(row, with_text=with_text)
@@ -458,13 +350,6 @@ class Index:
         }
 
     # -- lifetime ----------------------------------------------------------------------------------
-    def close(self) -> None:
-        """Release the memory maps and loaded arrays (the index can be reopened)."""
-        for segment, _ in self._parts:
-            segment.close()
-        for name in ("space", "lexical", "dense", "graph", "_graph_query", "_fids", "_fid_lookup"):
-            self.__dict__.pop(name, None)
-
     def __enter__(self) -> Index:
         return self
 

@@ -88,7 +88,10 @@ def cmd_status(args: argparse.Namespace) -> int:
         print(f"WARNING    {clean(warning)}")
     langs = ", ".join(f"{k} {v}" for k, v in status["languages"].items())
     print(f"languages  {langs}")
-    print(f"artifacts  {clean(status['snapshot'])} ({status['artifact_bytes'] / 1e6:.1f} MB)")
+    print(
+        f"artifacts  {clean(status['snapshot'])} ({status['artifact_bytes'] / 1e6:.1f} MB in "
+        f"{status['segments']} segments)"
+    )
     return 0
 
 
