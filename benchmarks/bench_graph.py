@@ -170,7 +170,7 @@ def bench_corpus(old_index: Path, new_index: Path, work: Path, rounds: int) -> d
         result[f"update_graph_cpu_s_{design}"] = round(statistics.median(r["cpu"] for r in runs), 3)
         result[f"update_graph_bytes_{design}"] = runs[0]["bytes"]
     index_dirs = {"before": old_index, "after": new_index}
-    for design in ("before", "after"):
+    for design in ("before", "after") if new_index.name else ():
         result[f"related_cold_s_{design}"] = round(
             cold_related(codes[design], git_dir, index_dirs[design], "Basic.subs", 3), 3
         )
@@ -184,7 +184,9 @@ def bench_corpus(old_index: Path, new_index: Path, work: Path, rounds: int) -> d
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--old-indexes", type=Path, default=Path("/work/bigbench/indexes"))
-    parser.add_argument("--new-indexes", nargs="+", required=True, help="CORPUS=INDEX_DIR")
+    parser.add_argument(
+        "--new-indexes", nargs="+", required=True, help="CORPUS=INDEX_DIR (CORPUS=: updates only)"
+    )
     parser.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "bench-graph")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--out", type=Path, default=None)
@@ -209,7 +211,7 @@ def main() -> int:
     print("| measure | " + " | ".join(f"{c} before | {c} after" for c in results) + " |")
     print("|---|" + "---|---|" * len(results))
     for label, key in rows:
-        cells = [f"{r[key + '_before']} | {r[key + '_after']}" for r in results.values()]
+        cells = [f"{r.get(key + '_before')} | {r.get(key + '_after')}" for r in results.values()]
         print(f"| {label} | " + " | ".join(cells) + " |")
     if args.out:
         args.out.write_text(json.dumps(results, indent=2))
