@@ -12,7 +12,7 @@ import pygit2
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from indexer.index.graph import extract_file
+from indexer.index.graph.extract import extract_file
 from indexer.index.pipeline import BuildContext, index_batch
 from indexer.index.tokens import (
     STOPWORDS,

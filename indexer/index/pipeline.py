@@ -204,18 +204,19 @@ def _fill_rows(result: FileResult, chunks: list[Chunk], entry: CachedFile, table
 
 
 def graph_facts(path: str, blob: str, data: bytes, chunks: list[Chunk], tree: Any = None) -> Any:
-    """The file's graph facts (graph.py) from the blob already read (and its syntax tree, when
-    chunking parsed it). The raw blob, as the graph step always read it; a grammar edge case
-    keeps the definitions only."""
+    """The file's graph facts (graph/) from the blob already read, and from the syntax tree the
+    chunker made when it parsed these same bytes with the same grammar: parsed once."""
     from ..source.languages import SPECS
-    from .graph import extract_file
-    from .graphfacts import file_language
+    from .graph.extract import extract_file
+    from .graph.write import file_language
 
     language = file_language(path, chunks)
-    try:
-        facts = extract_file(path, language, data if language in SPECS else b"", chunks)
-    except Exception:
-        facts = extract_file(path, "", b"", chunks)  # no grammar: symbols only
-        facts.language = language
-    facts.blob = blob
-    return facts
+    same_parse = tree is not None and chunks and chunks[0].language == language
+    return extract_file(
+        path,
+        language,
+        data if language in SPECS else b"",
+        chunks,
+        tree=tree if same_parse else None,
+        blob=blob,
+    )

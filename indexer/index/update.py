@@ -32,7 +32,7 @@ from ..source.gitsource import (
 from .blobcache import CachedFile
 from .build import BuildReport, Progress
 from .cluster import run_batches
-from .graphfacts import extract_facts
+from .graph.write import extract_facts
 from .pipeline import BuildContext, FileResult, record_documents
 from .reader import open_generation
 from .segment import Segment
