@@ -134,7 +134,7 @@ class Index(GenerationView):
         self, key: str, direction: str = "both", depth: int = 1, limit: int = 50
     ) -> list[Related]:
         """Callers and/or callees of a symbol name, qualname, `path::qualname` or chunk id."""
-        from .index.graph import related
+        from .index.graph.related import related
         from .search.related_types import Related
 
         check_types(key=(key, str), direction=(direction, str), depth=(depth, int))
