@@ -137,7 +137,7 @@ def _check(
     ):
         raise ProvenanceError("its chunk checksums do not match its chunks")
 
-    from ..index.build import module_definitions
+    from ..index.writer import module_definitions
 
     ordinals: dict[tuple[str, str, str], int] = {}
     paths: dict[str, str] = {}

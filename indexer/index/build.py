@@ -1,8 +1,8 @@
-"""Builds: git tree -> chunks (parallel worker processes) -> segments (indexer/index/).
+"""Builds: git tree -> finished files (parallel workers) -> segments (indexer/index/).
 
-This module holds the worker side (reading blobs, chunking, tokenising) and the entry points;
-indexer/index/update.py decides what an update writes: one new segment for the changed files
-and a new generation (see docs/freshness.md).
+This module holds the entry points. Workers (pipeline.py, run by cluster.py on a local pool or a
+Dask cluster) turn each file into finished rows in one pass; update.py decides what an update
+writes: one new segment for the changed files and a new generation (see docs/freshness.md).
 """
 
 from __future__ import annotations
@@ -11,15 +11,8 @@ import os
 import sys
 import time
 from dataclasses import dataclass, field
-from functools import cache
 from typing import Any
 
-from ..source.chunker import chunk_records, path_stem
-from ..source.gitsource import content_skip_reason
-from ..source.notebook import fallback_reason
-from ..source.secrets import redact
-from .blobcache import CachedFile
-from .tokens import code_terms, lexical_terms
 from .writer import module_definitions, path_documents
 
 
@@ -48,48 +41,6 @@ class BuildReport:
         return dict(self.__dict__)
 
 
-# -- chunking (worker processes) -----------------------------------------------------------------
-
-
-@cache
-def _worker_repo(path: str) -> Any:
-    import pygit2
-
-    return pygit2.Repository(path)
-
-
-def record_documents(record: dict[str, Any]) -> tuple[list[str], list[str]]:
-    """Path-independent BM25 and dense terms of one chunk record (text + symbol names)."""
-    names = f"{record['qualname']} {record['symbol']}"
-    lexical = lexical_terms(record["text"]) + lexical_terms(names) * 2
-    dense = code_terms(record["text"]) + code_terms(names) * 2
-    return lexical, dense
-
-
-def chunk_blob(data: bytes, path: str, language: str) -> CachedFile:
-    reason = content_skip_reason(path, data)
-    if reason:
-        return CachedFile(reason, [], [], [])
-    # The one place file text enters chunking: secrets never reach texts, terms or vectors.
-    data, redacted = redact(data)
-    records = chunk_records(path_stem(path), language, data)
-    docs = [record_documents(r) for r in records]
-    fallback = fallback_reason(language, records)
-    return CachedFile(None, records, [d[0] for d in docs], [d[1] for d in docs], redacted, fallback)
-
-
-def chunk_batch(repo_path: str, items: list[tuple[str, str, str]]) -> list[CachedFile]:
-    """Worker: read blobs from git and chunk them. Any failure skips the file, never the build."""
-    repo = _worker_repo(repo_path)
-    results: list[CachedFile] = []
-    for path, blob, language in items:
-        try:
-            results.append(chunk_blob(repo[blob].data, path, language))
-        except Exception as exc:  # a parser bug must not break the build
-            results.append(CachedFile(f"error:{type(exc).__name__}", [], [], []))
-    return results
-
-
 class Progress:
     """A one-line progress bar on a terminal's stderr; silent otherwise."""
 
@@ -116,27 +67,6 @@ class Progress:
             sys.stderr.flush()
 
 
-def chunk_files(
-    repo_path: str, items: list[tuple[str, str, str]], jobs: int, progress: Progress
-) -> list[CachedFile]:
-    batches = [items[i : i + 32] for i in range(0, len(items), 32)]
-    results: list[CachedFile] = []
-    if jobs <= 1 or len(items) < 200:
-        for batch in batches:
-            results.extend(chunk_batch(repo_path, batch))
-            progress.advance(len(batch))
-        return results
-    from joblib import delayed
-
-    from .workers import parallel
-
-    pool = parallel(jobs, return_as="generator", batch_size=1)
-    for batch_result in pool(delayed(chunk_batch)(repo_path, b) for b in batches):
-        results.extend(batch_result)
-        progress.advance(len(batch_result))
-    return results
-
-
 def build_index(
     repo: str | os.PathLike[str] | None = None,
     rev: str | None = None,
@@ -145,12 +75,16 @@ def build_index(
     progress: bool | None = None,
     vectors_dir: str | os.PathLike[str] | None = None,
     incremental: bool = False,
+    backend: str = "local",
+    scheduler: str | None = None,
 ) -> BuildReport:
     """Index the tree of `rev` (default HEAD). With `incremental`, keep the current
-    generation's segments and write one new segment for what changed."""
+    generation's segments and write one new segment for what changed. `backend` is where the
+    per-file work runs: "local" (a process pool of `jobs`) or "dask" (the cluster whose
+    scheduler is at `scheduler`; workers read the repository at the same path)."""
     from .update import build
 
-    return build(repo, rev, index_dir, jobs, progress, vectors_dir, incremental)
+    return build(repo, rev, index_dir, jobs, progress, vectors_dir, incremental, backend, scheduler)
 
 
 def update_index(

@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Iterable, Iterator
+from itertools import chain
 
 # An identifier-like run: letters, digits, underscores (kebab-case is split by the regex itself).
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9]+[A-Za-z_][A-Za-z0-9_]*|[0-9]+")
@@ -98,6 +99,10 @@ def split_identifier(word: str) -> list[str]:
 def _split_cached(word: str) -> tuple[str, ...]:
     # Code repeats its identifiers: a build splits millions of words but few distinct ones,
     # and a long-lived search process splits the same symbols query after query.
+    return _split(word)
+
+
+def _split(word: str) -> tuple[str, ...]:
     parts: list[str] = []
     for piece in word.split("_"):
         if piece:
@@ -112,20 +117,42 @@ def iter_words(text: str) -> Iterator[str]:
             yield word
 
 
+@functools.lru_cache(maxsize=1 << 18)
+def _word_terms(word: str) -> tuple[str, ...]:
+    """The code terms one word contributes (cached: a build meets few distinct words)."""
+    if len(word) > _MAX_WORD:
+        return ()
+    out: list[str] = []
+    parts = _split(word)  # this result is cached: caching the split too would double memory
+    lower = word.lower().strip("_")
+    if len(parts) > 1 and lower:
+        out.append(lower)
+    for part in parts:
+        if part not in STOPWORDS and (len(part) > 1 or part.isdigit()):
+            out.append(part)
+    if len(parts) == 1 and parts[0] != lower and lower and lower not in STOPWORDS:
+        out.append(lower)
+    return tuple(out)
+
+
+@functools.lru_cache(maxsize=1 << 18)
+def _word_lexical(word: str) -> tuple[str, ...]:
+    return tuple(stem(t) for t in _word_terms(word))
+
+
 def code_terms(text: str) -> list[str]:
     """Lowercased identifier parts plus whole compound identifiers, minus stopwords (unstemmed)."""
-    out: list[str] = []
-    for word in iter_words(text):
-        parts = split_identifier(word)
-        lower = word.lower().strip("_")
-        if len(parts) > 1 and lower:
-            out.append(lower)
-        for part in parts:
-            if part not in STOPWORDS and (len(part) > 1 or part.isdigit()):
-                out.append(part)
-        if len(parts) == 1 and parts[0] != lower and lower and lower not in STOPWORDS:
-            out.append(lower)
-    return out
+    return list(chain.from_iterable(map(_word_terms, _WORD.findall(text))))
+
+
+def text_terms(text: str) -> tuple[list[str], list[str]]:
+    """(code terms, lexical terms) of a text in one pass: equal to `code_terms(text)` and
+    `lexical_terms(text)`, without tokenising twice."""
+    words = _WORD.findall(text)
+    return (
+        list(chain.from_iterable(map(_word_terms, words))),
+        list(chain.from_iterable(map(_word_lexical, words))),
+    )
 
 
 def stem(term: str) -> str:
@@ -159,7 +186,7 @@ def _undouble(term: str) -> str:
 
 def lexical_terms(text: str) -> list[str]:
     """Terms for BM25: code terms, stemmed."""
-    return [stem(t) for t in code_terms(text)]
+    return list(chain.from_iterable(map(_word_lexical, _WORD.findall(text))))
 
 
 def path_terms(path: str) -> list[str]:

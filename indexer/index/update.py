@@ -30,8 +30,10 @@ from ..source.gitsource import (
     tree_changes,
 )
 from .blobcache import CachedFile
-from .build import BuildReport, Progress, chunk_files, record_documents
+from .build import BuildReport, Progress
+from .cluster import run_batches
 from .graph.write import extract_facts
+from .pipeline import BuildContext, FileResult, record_documents
 from .reader import open_generation
 from .segment import Segment
 from .store import (
@@ -45,7 +47,7 @@ from .store import (
     read_generation,
 )
 from .vectors import StaticVectors, default_table_dir
-from .writer import CopiedFile, FreshFile, assemble, stored_ranges
+from .writer import BuiltFile, CopiedFile, FreshFile, assemble, stored_ranges
 
 
 @dataclass
@@ -93,6 +95,8 @@ def build(
     progress: bool | None,
     vectors_dir: str | os.PathLike[str] | None,
     incremental: bool,
+    backend: str = "local",
+    scheduler: str | None = None,
 ) -> BuildReport:
     started = time.perf_counter()
     repository = open_repository(repo)
@@ -142,22 +146,29 @@ def build(
         else:
             to_chunk.append(f)
 
-    bar = Progress("chunking", len(to_chunk), progress)
+    # One pass per file in the workers (pipeline.py): rows, postings, vectors and graph facts.
+    bar = Progress("indexing", len(to_chunk), progress)
     items = [(f.path, f.blob, f.language or "text") for f in to_chunk]
-    results = chunk_files(repository.path, items, jobs or min(os.cpu_count() or 1, 8), bar)
+    context = BuildContext(repository.path, str(table_dir))
+    built: dict[str, FileResult] = {}
+    jobs_ = jobs or min(os.cpu_count() or 1, 8)
+    for batch in run_batches(context, items, jobs_, backend, scheduler):
+        bar.advance(len(batch))
+        for result in batch:
+            if result.skip_reason:
+                skipped[result.path] = [result.blob, result.skip_reason]
+            else:
+                built[result.path] = result
     bar.close()
     fresh = dict(renamed)
-    for f, result in zip(to_chunk, results, strict=True):
-        if result.skip_reason:
-            skipped[f.path] = [f.blob, result.skip_reason]
-        else:
-            fresh[f.path] = (f, result)
-    indexed = sorted([*kept, *stored, *fresh])
+    indexed = sorted([*kept, *stored, *fresh, *built])
     times = _change_times(repository, commit, base, indexed, kept)
 
-    new_files: list[FreshFile | CopiedFile] = []
-    for path, (f, result) in fresh.items():
-        new_files.append(FreshFile(path, f.blob, f.language or "text", times[path], result))
+    new_files: list[FreshFile | CopiedFile | BuiltFile] = []
+    for path, (f, entry) in fresh.items():
+        new_files.append(FreshFile(path, f.blob, f.language or "text", times[path], entry))
+    for path, done in built.items():
+        new_files.append(BuiltFile(path, times[path], done))
     assert base is not None or not (kept or stored)
     for path, f in stored.items():
         segment, local = base.stored[(path, f.blob)]  # type: ignore[union-attr]
@@ -167,8 +178,13 @@ def build(
         if int(segment.times[local]) != times[path]:  # same blob, another last change
             new_files.append(CopiedFile(path, times[path], segment, local))
     facts = _facts(repository.path, fresh, new_files, jobs)
+    for path, done in built.items():
+        facts[path] = json.loads(done.graph or b"{}")
+        done.graph = None
     ranges = stored_ranges(base.parts[0][0].dense) if base is not None and base.parts else None
     data = assemble(new_files, table, facts, ranges)
+    built.clear()  # the segment holds its own copy of the rows now
+    del new_files
 
     writer = SegmentWriter(target)
     try:
@@ -240,10 +256,11 @@ def stored_entry(segment: Segment, local: int) -> CachedFile:
 def _facts(
     repo_path: str,
     fresh: dict[str, Any],
-    new_files: list[FreshFile | CopiedFile],
+    new_files: list[FreshFile | CopiedFile | BuiltFile],
     jobs: int | None,
 ) -> dict[str, dict[str, Any]]:
-    """Graph facts of the new segment's files: parsed for fresh ones, copied for the rest."""
+    """Graph facts of the new segment's renamed files (parsed) and copied ones (copied); the
+    workers' results carry their own."""
     items = [
         (path, f.blob, materialize(r.records, path, f.language or "text", f.blob))
         for path, (f, r) in fresh.items()

@@ -89,11 +89,13 @@ class StaticVectors:
         return np.asarray(np.abs(rows).max(axis=0), dtype=np.float32)
 
     def term_weights(self, terms: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-        counts = Counter(t for t in terms if t in self.vocab)
-        ids = np.fromiter((self.vocab[t] for t in counts), dtype=np.int64, count=len(counts))
-        tf = np.fromiter(
-            (1.0 + math.log(c) for c in counts.values()), dtype=np.float32, count=len(counts)
-        )
+        vocab = self.vocab
+        counts = Counter(filter(vocab.__contains__, terms))
+        n = len(counts)
+        ids = np.fromiter(map(vocab.__getitem__, counts), dtype=np.int64, count=n)
+        # 1 + log(count) in float64, then float32: the arithmetic of a per-term Python loop
+        logs = np.fromiter(map(math.log, counts.values()), dtype=np.float64, count=n)
+        tf = (logs + 1.0).astype(np.float32)
         return ids, tf * self.weights[ids] * self.scales[ids]
 
     def embed_terms(self, terms: Sequence[str]) -> np.ndarray:

@@ -41,6 +41,15 @@ class FreshFile:
 
 
 @dataclass
+class BuiltFile:
+    """A file a build worker finished (pipeline.FileResult): rows, postings and vectors ready."""
+
+    path: str
+    time: int
+    result: Any  # pipeline.FileResult (pipeline imports this module)
+
+
+@dataclass
 class CopiedFile:
     """A file whose rows are copied from a stored segment (a merge, or a new change time)."""
 
@@ -71,6 +80,7 @@ class _Parts:
     fresh_dense: list[list[str]] = field(default_factory=list)
     fresh_rows: list[int] = field(default_factory=list)
     copied: dict[int, tuple[Segment, list[np.ndarray], list[int]]] = field(default_factory=dict)
+    built: list[tuple[int, Any]] = field(default_factory=list)  # (first row, FileResult)
 
 
 def path_documents(path: str) -> tuple[list[str], list[str]]:
@@ -120,6 +130,26 @@ def _add_fresh(parts: _Parts, f: FreshFile, file_index: int, row: int) -> int:
     return len(chunks)
 
 
+def _add_built(parts: _Parts, f: BuiltFile, file_index: int, row: int) -> int:
+    r = f.result
+    n = int(r.n_chunks)
+    parts.meta.append(r.meta)
+    parts.texts.append(r.texts)
+    parts.meta_lengths.append(r.meta_lengths)
+    parts.text_lengths.append(r.text_lengths)
+    parts.fids.append(r.fids)
+    parts.sums.append(r.sums)
+    parts.meta_sums.append(r.meta_sums)
+    parts.symbols.extend(r.symbols)
+    parts.kinds.extend(r.kinds)
+    parts.defines.extend(r.defines)
+    parts.chunk_file.append(np.full(n, file_index, dtype=np.int32))
+    parts.flags.append(np.full(n, r.flags, dtype=np.uint8))
+    parts.vectors.append(r.vectors if n else np.zeros((0, 0), dtype=np.float16))
+    parts.built.append((row, r))
+    return n
+
+
 def _add_copied(parts: _Parts, f: CopiedFile, file_index: int, row: int) -> int:
     s = f.segment
     start, end = int(s.file_rows[f.local]), int(s.file_rows[f.local + 1])
@@ -167,7 +197,7 @@ def stored_ranges(dense: DenseIndex) -> np.ndarray:
 
 
 def assemble(
-    files: list[FreshFile | CopiedFile],
+    files: list[FreshFile | CopiedFile | BuiltFile],
     table: StaticVectors,
     facts: dict[str, dict[str, Any]],
     ranges: np.ndarray | None = None,
@@ -183,7 +213,12 @@ def assemble(
         for file_index, f in enumerate(files):
             paths.append(f.path)
             times.append(f.time)
-            if isinstance(f, FreshFile):
+            if isinstance(f, BuiltFile):
+                blobs.append(f.result.blob)
+                languages.append(f.result.language)
+                extra = {"redacted": f.result.redacted, "fallback": f.result.fallback}
+                row += _add_built(parts, f, file_index, row)
+            elif isinstance(f, FreshFile):
                 blobs.append(f.blob)
                 languages.append(f.language)
                 extra = {"redacted": f.entry.redacted, "fallback": f.entry.fallback}
@@ -270,6 +305,9 @@ def _lexical(
         docs_new = rows_new[docs_new]
         lengths[rows_new] = lengths_new
     vocab_set = set(terms_new)
+    for start, r in parts.built:  # worker-made postings: file-local term ids
+        vocab_set.update(r.terms)
+        lengths[start : start + len(r.doc_lengths)] = r.doc_lengths
     copied = []
     for segment, sources, targets in parts.copied.values():
         src_rows = np.concatenate(sources)
@@ -291,6 +329,11 @@ def _lexical(
     all_terms = [np.fromiter((ids[t] for t in terms_new), dtype=np.int64, count=len(terms_new))]
     all_docs = [docs_new]
     all_tfs = [np.minimum(tfs_new, MAX_TF).astype(np.uint16)]
+    for start, r in parts.built:
+        local = np.fromiter(map(ids.__getitem__, r.terms), dtype=np.int64, count=len(r.terms))
+        all_terms.append(local[r.posting_terms])
+        all_docs.append(r.posting_chunks.astype(np.int64) + start)
+        all_tfs.append(np.minimum(r.posting_tfs, MAX_TF).astype(np.uint16))
     for used, names, term_ids, kept_docs, kept_tfs in copied:
         remap = np.zeros(int(used.max(initial=0)) + 1, dtype=np.int64)
         remap[used] = [ids[t] for t in names]

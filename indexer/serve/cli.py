@@ -25,6 +25,8 @@ def cmd_build(args: argparse.Namespace) -> int:
         index_dir=args.index_dir,
         jobs=args.jobs,
         progress=None if not args.json else False,
+        backend=args.backend,
+        scheduler=args.scheduler,
     )
     for warning in report.warnings:
         print(f"WARNING: {warning}", file=sys.stderr)
@@ -215,7 +217,19 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("build", parents=[common], help="index the tree of a commit")
     p.add_argument("--rev", default=None, help="commit to index (default: HEAD)")
-    p.add_argument("--jobs", type=int, default=None, help="parallel chunking processes")
+    p.add_argument("--jobs", type=int, default=None, help="parallel indexing processes (local)")
+    p.add_argument(
+        "--backend",
+        choices=("local", "dask"),
+        default="local",
+        help="where files are indexed: a local process pool, or a Dask cluster (--scheduler)",
+    )
+    p.add_argument(
+        "--scheduler",
+        default=None,
+        metavar="ADDRESS",
+        help="Dask scheduler address for --backend dask, e.g. tcp://10.0.0.5:8786",
+    )
     p.set_defaults(func=cmd_build)
 
     search_cli.add_commands(sub, common)  # search, show

@@ -53,6 +53,7 @@ class _FileChunker:
         self.lines = data.decode("utf-8", errors="replace").splitlines()
         self.line_starts = _line_starts(data)
         self.records: list[dict[str, Any]] = []
+        self.tree: Any = None  # the tree-sitter tree of `data` when a language spec parsed it
 
     # -- output ----------------------------------------------------------------------------------
     def emit(
@@ -131,6 +132,8 @@ class _FileChunker:
     def code_file(self, spec: LanguageSpec, generic: bool = False) -> None:
         tree = parser(spec.grammar).parse(self.data)
         root = tree.root_node
+        if not generic:
+            self.tree = tree
         if generic:
             defs = collect_generic(spec.name, root, self.data, [])
         else:
@@ -369,16 +372,22 @@ class _FileChunker:
 
 def chunk_records(stem: str, language: str, data: bytes) -> list[dict[str, Any]]:
     """Path-independent chunk records of one file. Never raises on bad syntax."""
+    return parse_and_chunk(stem, language, data)[0]
+
+
+def parse_and_chunk(stem: str, language: str, data: bytes) -> tuple[list[dict[str, Any]], Any]:
+    """The records and the tree-sitter tree of `data` when the language's spec parsed it (None
+    otherwise), so a caller that needs the syntax tree too (the code graph) parses once."""
     chunker = _FileChunker(stem, data)
     if not chunker.lines:
-        return []
+        return [], None
     if language == "notebook":
         records = notebook_records(stem, data, chunk_records)
         if records is not None:
-            return records
+            return records, None
         language = "json"  # not a notebook: text windows (build.py counts the fallback)
     elif language in DATA_LANGUAGES and (records := data_records(stem, language, data)):
-        return records
+        return records, None
     spec = SPECS.get(language)
     if spec is not None:
         chunker.code_file(spec)
@@ -386,7 +395,7 @@ def chunk_records(stem: str, language: str, data: bytes) -> list[dict[str, Any]]
         chunker.code_file(generic_spec(language), generic=True)
     else:
         chunker.text_file(language)
-    return chunker.records
+    return chunker.records, chunker.tree
 
 
 @cache

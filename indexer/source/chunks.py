@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import hashlib
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 
@@ -26,10 +26,15 @@ class Chunk:
     cell: int | None = None  # notebook cell (1-based, indexer/source/notebook.py); None elsewhere
 
     def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
+        # Every field is a scalar: a plain copy, not asdict's recursive one (a build calls this
+        # once per chunk).
+        data = {name: getattr(self, name) for name in _FIELDS}
         if data["cell"] is None:
             del data["cell"]  # records of other files stay as they were
         return data
+
+
+_FIELDS = tuple(f.name for f in fields(Chunk))
 
 
 def chunk_id(path: str, kind: str, qualname: str, ordinal: int) -> str:

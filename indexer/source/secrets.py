@@ -1,7 +1,7 @@
 """Secrets never enter the index: files named like secrets are skipped, and high-confidence
 secret values inside indexed files are replaced by `[REDACTED:<kind>]` before chunking.
 
-Redaction happens once, on a blob's bytes, where file text enters chunking (build.chunk_blob),
+Redaction happens once, on a blob's bytes, where file text enters chunking (pipeline.chunk_blob),
 so stored text, BM25 terms and vectors only ever see the redacted form. A replacement keeps
 every newline of what it replaces: line numbers stay those of the repository file. The same
 function redacts what MCP `retrieve` reads from git and what `indexer pull` re-derives to

@@ -1,0 +1,77 @@
+"""Where the build's per-file work runs: this process, a local loky pool, or a Dask cluster.
+
+Both pools go through joblib, so the work is the same function either way
+(`pipeline.index_batch`); on Dask, joblib's "dask" backend hands each batch to the cluster that
+`distributed.Client(ADDRESS)` connects to. Results stream back in submission order, so the main
+process appends them to the snapshot as they come. Cluster workers read blobs from the
+repository path: it must be on a filesystem they share with this machine.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+
+from ..errors import IndexerError
+from .pipeline import BATCH_FILES, BuildContext, FileResult, index_batch
+
+BACKENDS = ("local", "dask")
+CONNECT_SECONDS = 10
+MIN_PARALLEL_FILES = 200  # below this a pool costs more than it saves
+
+
+def run_batches(
+    context: BuildContext,
+    items: list[tuple[str, str, str]],
+    jobs: int,
+    backend: str = "local",
+    scheduler: str | None = None,
+) -> Iterator[list[FileResult]]:
+    """The results of `items` (path, blob, language), batch by batch, in order."""
+    if backend not in BACKENDS:
+        raise IndexerError(f"unknown backend {backend!r}: use one of {', '.join(BACKENDS)}")
+    if backend == "local" and scheduler:
+        raise IndexerError("--scheduler is for --backend dask")
+    batches = [items[i : i + BATCH_FILES] for i in range(0, len(items), BATCH_FILES)]
+    if backend == "dask":
+        yield from _dask(context, batches, scheduler)
+    elif jobs <= 1 or len(items) < MIN_PARALLEL_FILES:
+        for batch in batches:
+            yield index_batch(context, batch)
+    else:
+        from joblib import delayed
+
+        from .workers import parallel
+
+        pool = parallel(jobs, return_as="generator", batch_size=1)
+        yield from pool(delayed(index_batch)(context, b) for b in batches)
+
+
+def connect(scheduler: str | None) -> contextlib.AbstractContextManager[object]:
+    """A `distributed.Client` of the scheduler at `scheduler`, or a one-line IndexerError."""
+    if not scheduler:
+        raise IndexerError("--backend dask needs --scheduler ADDRESS (e.g. tcp://host:8786)")
+    try:
+        from distributed import Client
+    except ImportError:
+        raise IndexerError(
+            "--backend dask needs dask.distributed: pip install 'git-code-indexer[distributed]'"
+        ) from None
+    try:
+        client: contextlib.AbstractContextManager[object] = Client(  # type: ignore[no-untyped-call]
+            scheduler, timeout=CONNECT_SECONDS, set_as_default=False
+        )
+    except (OSError, TimeoutError, ValueError) as exc:
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise IndexerError(f"cannot reach the Dask scheduler at {scheduler}: {reason}") from None
+    return client
+
+
+def _dask(
+    context: BuildContext, batches: list[list[tuple[str, str, str]]], scheduler: str | None
+) -> Iterator[list[FileResult]]:
+    from joblib import Parallel, delayed, parallel_config
+
+    with connect(scheduler) as client, parallel_config(backend="dask", client=client):
+        pool = Parallel(n_jobs=-1, return_as="generator", batch_size=1)
+        yield from pool(delayed(index_batch)(context, b) for b in batches)

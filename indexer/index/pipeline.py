@@ -1,0 +1,222 @@
+"""The build's per-file pass: one worker reads a blob once and returns the file finished.
+
+For every file a worker reads the blob, chunks it, tokenises each chunk once (lexical terms are
+the stemmed code terms of the same pass), embeds the chunks (float16) and extracts the file's
+graph facts. What comes back is a plain `FileResult`: the segment's rows of that file, ready to
+be appended (writer.py), so the main process only collects. Workers run on a local loky pool or
+on a Dask cluster (cluster.py); every argument and result is plain data, and a worker needs
+nothing but the repository path (a shared filesystem on a cluster) and the vector table's
+directory.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..source.chunker import materialize, parse_and_chunk, path_stem
+from ..source.chunks import Chunk
+from ..source.gitsource import content_skip_reason
+from ..source.notebook import fallback_reason
+from ..source.pathclass import content_flags
+from ..source.secrets import redact
+from .blobcache import CachedFile
+from .dense import faiss_id
+from .integrity import chunk_sum, meta_sum
+from .tokens import text_terms
+from .vectors import StaticVectors
+from .writer import module_definitions, path_documents
+
+BATCH_FILES = 32  # files per task: big enough to amortise a task, small enough to stream
+
+
+@dataclass(frozen=True)
+class BuildContext:
+    """What a worker needs besides the files: plain paths, so it travels to a cluster."""
+
+    repo_path: str
+    table_dir: str
+
+
+@dataclass
+class FileResult:
+    """One file, finished: its segment rows (in file order) and everything derived from them."""
+
+    path: str
+    blob: str
+    language: str
+    skip_reason: str | None = None
+    redacted: dict[str, int] = field(default_factory=dict)
+    fallback: str | None = None
+    flags: int = 0  # path classes of the file (indexer/source/pathclass.py)
+    meta: bytes = b""  # chunks.jsonl lines, concatenated
+    texts: bytes = b""  # chunk texts, concatenated
+    meta_lengths: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    text_lengths: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    sums: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    meta_sums: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    fids: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    symbols: list[str] = field(default_factory=list)
+    kinds: list[str] = field(default_factory=list)
+    defines: list[str] = field(default_factory=list)
+    # BM25 postings of the file: distinct terms, then (chunk, term index, raw frequency) triples
+    terms: list[str] = field(default_factory=list)
+    posting_chunks: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
+    posting_terms: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
+    posting_tfs: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float32))
+    doc_lengths: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float32))
+    vectors: np.ndarray | None = None  # float16 (chunks, dims)
+    # graph.FileGraph.to_dict() as compact JSON: the main process holds every file's facts
+    # until the segment is assembled, as bytes rather than objects
+    graph: bytes | None = None
+
+    @property
+    def n_chunks(self) -> int:
+        return len(self.fids)
+
+
+# -- tokenising ----------------------------------------------------------------------------------
+
+
+def record_documents(record: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """Path-independent BM25 and dense terms of one chunk record (text + symbol names), each
+    text tokenised once."""
+    dense, lexical = text_terms(record["text"])
+    names_dense, names_lexical = text_terms(f"{record['qualname']} {record['symbol']}")
+    return lexical + names_lexical * 2, dense + names_dense * 2
+
+
+def chunk_blob(data: bytes, path: str, language: str) -> tuple[CachedFile, Any]:
+    """Chunks and path-independent terms of one blob, and the syntax tree of `data` (None when
+    it was not parsed as is)."""
+    reason = content_skip_reason(path, data)
+    if reason:
+        return CachedFile(reason, [], [], []), None
+    # The one place file text enters chunking: secrets never reach texts, terms or vectors.
+    clean, redacted = redact(data)
+    records, tree = parse_and_chunk(path_stem(path), language, clean)
+    docs = [record_documents(r) for r in records]
+    fallback = fallback_reason(language, records)
+    entry = CachedFile(
+        None, records, [d[0] for d in docs], [d[1] for d in docs], redacted, fallback
+    )
+    return entry, tree if clean == data else None  # the graph reads the blob as it is
+
+
+# -- the worker ----------------------------------------------------------------------------------
+
+
+@cache
+def _repository(path: str) -> Any:
+    import pygit2
+
+    return pygit2.Repository(path)
+
+
+@cache
+def _table(directory: str) -> StaticVectors:
+    return StaticVectors.load(Path(directory))
+
+
+def index_batch(context: BuildContext, items: list[tuple[str, str, str]]) -> list[FileResult]:
+    """Worker: (path, blob, language) of some files -> their results, in the same order.
+    Any failure skips the file, never the build."""
+    repo = _repository(context.repo_path)
+    table = _table(context.table_dir)
+    results = []
+    for path, blob, language in items:
+        try:
+            results.append(index_file(bytes(repo[blob].data), table, path, blob, language))
+        except Exception as exc:  # a parser bug must not break the build
+            results.append(FileResult(path, blob, language, f"error:{type(exc).__name__}"))
+    return results
+
+
+def index_file(
+    data: bytes, table: StaticVectors, path: str, blob: str, language: str
+) -> FileResult:
+    """One file's rows, postings, vectors and graph facts from its blob's bytes."""
+    entry, tree = chunk_blob(data, path, language)
+    result = FileResult(path, blob, language, entry.skip_reason)
+    if entry.skip_reason:
+        return result
+    result.redacted, result.fallback = entry.redacted, entry.fallback
+    chunks = materialize(entry.records, path, language, blob)
+    _fill_rows(result, chunks, entry, table)
+    result.flags = content_flags(path, "\n".join(r["text"] for r in entry.records))
+    facts = graph_facts(path, blob, data, chunks, tree)
+    result.graph = json.dumps(facts.to_dict(), separators=(",", ":")).encode("utf-8")
+    return result
+
+
+def _fill_rows(result: FileResult, chunks: list[Chunk], entry: CachedFile, table: Any) -> None:
+    """Metadata lines, texts, sums, ids, columns, postings and vectors of the file's chunks."""
+    n = len(chunks)
+    path_lexical, path_dense = path_documents(result.path)
+    metas: list[bytes] = []
+    texts: list[bytes] = []
+    sums = np.empty(n, dtype=np.int64)
+    meta_sums = np.empty(n, dtype=np.int64)
+    fids = np.empty(n, dtype=np.int64)
+    posting_terms: list[str] = []  # each chunk's distinct terms, chunk after chunk
+    posting_tfs: list[int] = []
+    per_chunk = np.zeros(n, dtype=np.int64)
+    lengths = np.zeros(n, dtype=np.float32)
+    dense_docs = []
+    for i, c in enumerate(chunks):
+        record = c.to_dict()
+        text = record.pop("text").encode("utf-8")
+        line = json.dumps(record, ensure_ascii=False).encode("utf-8") + b"\n"
+        metas.append(line)
+        texts.append(text)
+        sums[i] = chunk_sum(line, text)
+        meta_sums[i] = meta_sum(line)
+        fids[i] = faiss_id(c.id)
+        result.symbols.append(c.symbol)
+        result.kinds.append(c.kind)
+        result.defines.append(module_definitions(c.text) if c.kind in ("module", "cell") else "")
+        document = entry.lexical[i] + path_lexical
+        lengths[i] = len(document)
+        counts = Counter(document)
+        posting_terms.extend(counts)
+        posting_tfs.extend(counts.values())
+        per_chunk[i] = len(counts)
+        dense_docs.append(entry.dense[i] + path_dense)
+    result.meta, result.texts = b"".join(metas), b"".join(texts)
+    result.meta_lengths = np.fromiter(map(len, metas), dtype=np.int64, count=n)
+    result.text_lengths = np.fromiter(map(len, texts), dtype=np.int64, count=n)
+    result.sums, result.meta_sums, result.fids = sums, meta_sums, fids
+    local = {t: i for i, t in enumerate(dict.fromkeys(posting_terms))}
+    result.terms = list(local)
+    result.posting_chunks = np.repeat(np.arange(n, dtype=np.int32), per_chunk)
+    result.posting_terms = np.fromiter(
+        map(local.__getitem__, posting_terms), dtype=np.int32, count=len(posting_terms)
+    )
+    result.posting_tfs = np.asarray(posting_tfs, dtype=np.float32)
+    result.doc_lengths = lengths
+    result.vectors = table.embed_many(dense_docs).astype(np.float16)
+
+
+def graph_facts(path: str, blob: str, data: bytes, chunks: list[Chunk], tree: Any = None) -> Any:
+    """The file's graph facts (graph/) from the blob already read, and from the syntax tree the
+    chunker made when it parsed these same bytes with the same grammar: parsed once."""
+    from ..source.languages import SPECS
+    from .graph.extract import extract_file
+    from .graph.write import file_language
+
+    language = file_language(path, chunks)
+    same_parse = tree is not None and chunks and chunks[0].language == language
+    return extract_file(
+        path,
+        language,
+        data if language in SPECS else b"",
+        chunks,
+        tree=tree if same_parse else None,
+        blob=blob,
+    )

@@ -1,0 +1,126 @@
+"""The build's one-pass worker gives exactly what chunking, tokenising twice, embedding and the
+graph's own extraction give file by file."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pygit2
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from indexer.index.graph.extract import extract_file
+from indexer.index.pipeline import BuildContext, index_batch
+from indexer.index.tokens import (
+    STOPWORDS,
+    code_terms,
+    lexical_terms,
+    path_terms,
+    split_identifier,
+    stem,
+    text_terms,
+)
+from indexer.index.vectors import StaticVectors, default_table_dir
+from indexer.source.chunker import chunk_file
+from indexer.source.gitsource import list_tree, resolve_commit
+from indexer.source.secrets import redact
+
+from .conftest import MakeRepo
+
+FILES: dict[str, str | bytes] = {
+    "billing/invoice.py": "class InvoiceCalculator:\n    def total(self, lines):\n"
+    "        return sum(line.amount for line in lines)\n\nTAX_RATE = 0.2\n",
+    "web/cartView.js": "export function addToCart(cart, item) {\n  return cart.push(item);\n}\n",
+    "docs/README.md": "# Storefront\n\nParsing HTTPResponse objects, retrying connections.\n",
+    "config/settings.json": '{"retryCount": 3, "baseURL": "https://example.com"}\n',
+    "keys/settings.py": 'API_TOKEN = "ghp_abcdefghijklmnopqrstuvwxyz0123456789"\n',
+    "assets/blob.txt": b"\x00\x01binary\x00" * 50,
+}
+
+
+def _reference_code_terms(text: str) -> list[str]:
+    """code_terms as it was written before the build tokenised once (word by word)."""
+    from indexer.index.tokens import iter_words
+
+    out: list[str] = []
+    for word in iter_words(text):
+        parts = split_identifier(word)
+        lower = word.lower().strip("_")
+        if len(parts) > 1 and lower:
+            out.append(lower)
+        for part in parts:
+            if part not in STOPWORDS and (len(part) > 1 or part.isdigit()):
+                out.append(part)
+        if len(parts) == 1 and parts[0] != lower and lower and lower not in STOPWORDS:
+            out.append(lower)
+    return out
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.sampled_from([*"aAbZz_09 .-\n(", "ing", "sed", "HTTP", "The", "x" * 70])).map(
+        "".join
+    )
+)
+def test_one_pass_terms_equal_the_two_passes(text: str) -> None:
+    dense, lexical = text_terms(text)
+    assert dense == code_terms(text) == _reference_code_terms(text)
+    assert lexical == lexical_terms(text) == [stem(t) for t in _reference_code_terms(text)]
+
+
+def test_worker_results_equal_the_stages_run_one_by_one(
+    make_repo: MakeRepo, tmp_path: Path
+) -> None:
+    root = make_repo(FILES)
+    repo = pygit2.Repository(str(root))
+    listing = list_tree(repo, resolve_commit(repo, None))
+    assert not listing.skipped
+    items = [(f.path, f.blob, f.language or "text") for f in listing.files]
+    assert sorted(p for p, _, _ in items) == sorted(FILES)
+    context = BuildContext(repo.path, str(default_table_dir()))
+    table = StaticVectors.load(default_table_dir())
+    for _ in range(2):  # a worker process runs many batches: its caches change nothing
+        results = index_batch(context, items)
+        assert [r.path for r in results if r.skip_reason] == ["assets/blob.txt"]
+        assert [r.redacted for r in results if r.redacted] == [{"github_token": 1}]
+        for result, (path, blob, language) in zip(results, items, strict=True):
+            if result.skip_reason:
+                continue
+            data = bytes(repo[blob].data)
+            chunks = chunk_file(path, language, blob, redact(data)[0])
+            lines = [c.to_dict() for c in chunks]
+            for line in lines:
+                line.pop("text")
+            expected_meta = b"".join(
+                json.dumps(line, ensure_ascii=False).encode() + b"\n" for line in lines
+            )
+            assert result.meta == expected_meta
+            assert result.texts == b"".join(c.text.encode() for c in chunks)
+            path_lexical = [stem(t) for t in path_terms(path)]
+            lexical = [
+                lexical_terms(c.text) + lexical_terms(f"{c.qualname} {c.symbol}") * 2 + path_lexical
+                for c in chunks
+            ]
+            got = Counter(
+                (int(i), result.terms[j], float(tf))
+                for i, j, tf in zip(
+                    result.posting_chunks, result.posting_terms, result.posting_tfs, strict=True
+                )
+            )
+            want = Counter(
+                (i, t, float(n)) for i, doc in enumerate(lexical) for t, n in Counter(doc).items()
+            )
+            assert got == want
+            assert result.doc_lengths.tolist() == [float(len(d)) for d in lexical]
+            dense = [
+                code_terms(c.text) + code_terms(f"{c.qualname} {c.symbol}") * 2 + path_terms(path)
+                for c in chunks
+            ]
+            assert result.vectors is not None
+            assert np.array_equal(result.vectors, table.embed_many(dense).astype(np.float16))
+            facts = extract_file(path, language, data, chunks)
+            assert result.graph is not None
+            assert json.loads(result.graph) == {**facts.to_dict(), "blob": blob}
