@@ -129,7 +129,9 @@ def read_file(root: Path, change: Change) -> OverlayFile | None:
     size = change.stat[2] if change.stat else 0
     too_large = size_skip_reason(change.path, size)
     if too_large:  # never read a huge file just to skip it
-        return OverlayFile(change.path, "", language, change.state, CachedFile(too_large, [], [], []))
+        return OverlayFile(
+            change.path, "", language, change.state, CachedFile(too_large, [], [], [])
+        )
     try:
         data = (root / change.path).read_bytes()
     except (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError):

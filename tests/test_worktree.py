@@ -94,9 +94,7 @@ def test_binary_huge_and_secret_files_are_skipped_like_builds(repo: Path) -> Non
     (repo / "huge.py").write_text("x = 1\n" * 400_000)  # 2.4 MB
     (repo / "logo.png").write_bytes(b"\x89PNG....")
     (repo / ".env").write_text("API_KEY=sk-live-1234567890abcdef\n")
-    (repo / "net/retry.py").write_text(
-        PYTHON_NET + '\nAWS_SECRET = "AKIAIOSFODNN7EXAMPLE"\n'
-    )
+    (repo / "net/retry.py").write_text(PYTHON_NET + '\nAWS_SECRET = "AKIAIOSFODNN7EXAMPLE"\n')
     _, state = overlay_of(repo)
     assert state.skipped == {
         "binary": ["logo.png", "blob.py"],
