@@ -18,10 +18,14 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .blobcache import CachedFile
 from .languages import detect_language
 from .worktree import Change, WorktreeScan, scan_worktree, size_skip_reason
+
+if TYPE_CHECKING:
+    from .watch import TreeWatch
 
 
 def blob_id(data: bytes) -> str:
@@ -76,16 +80,63 @@ class OverlayState:
 
 
 class WorktreeOverlay:
-    """The overlay of one working tree; keep it to refresh only what changed on disk."""
+    """The overlay of one working tree; keep it to refresh only what changed on disk.
 
-    def __init__(self, root: str | os.PathLike[str]) -> None:
+    With `watch`, the directories of the tree are watched (indexer/watch.py): a refresh with no
+    event since the last one returns the last state without asking git."""
+
+    def __init__(self, root: str | os.PathLike[str], watch: bool = False) -> None:
         self.root = Path(root)
         self._read: dict[str, tuple[tuple[int, int, int, int], OverlayFile]] = {}
+        self._watching = watch
+        self._watch: TreeWatch | None = None
+        self._last: OverlayState | None = None
+        self._watch_commit: str | None = None
 
     def refresh(self, commit: str, blob_of: Mapping[str, str]) -> OverlayState:
         """The overlay against `commit`, whose indexed files have the blobs `blob_of`."""
+        last = self._last
+        if self._watching and commit != self._watch_commit:
+            self._watch_commit = commit  # first refresh, or another indexed commit
+            self._start_watch()
+        elif last is not None and last.commit == commit and self._watch is not None:
+            if not self._watch.changed():
+                return last
         scan = scan_worktree(self.root, commit)
-        return self.state_of(scan, commit, blob_of)
+        state = self.state_of(scan, commit, blob_of)
+        if self._watch is not None:
+            self._watch_paths(scan.paths)
+        self._last = state
+        return state
+
+    def _start_watch(self) -> None:
+        from .gitdir import git_dir
+        from .watch import TreeWatch, watched_directories
+        from .worktree import tracked_paths
+
+        if self._watch is not None:
+            self._watch.close()
+        directory = Path(git_dir(self.root))
+        common = directory / "commondir"  # a linked worktree: refs live in the main git dir
+        dirs = [directory]
+        if common.is_file():
+            dirs.append((directory / common.read_text("utf-8").strip()).resolve())
+        self._watch = TreeWatch.open(watched_directories(self.root, tracked_paths(self.root), dirs))
+        if self._watch is not None:
+            self._watch.changed()  # events from before the scan below are covered by it
+
+    def _watch_paths(self, paths: set[str]) -> None:
+        from .watch import watched_directories
+
+        assert self._watch is not None
+        if not self._watch.add(watched_directories(self.root, paths, ())):
+            self._watch.close()  # over the system's limit: ask git every time
+            self._watch = None
+
+    def close(self) -> None:
+        if self._watch is not None:
+            self._watch.close()
+            self._watch = None
 
     def state_of(self, scan: WorktreeScan, commit: str, blob_of: Mapping[str, str]) -> OverlayState:
         state = OverlayState(commit, merging=scan.merging)

@@ -101,6 +101,12 @@ def scan_worktree(root: Path, indexed_commit: str | None) -> WorktreeScan:
     return scan
 
 
+def tracked_paths(root: Path) -> list[str]:
+    """Every path in git's index (what a watch must cover)."""
+    out = _git(["ls-files", "-z"], root)
+    return [p for p in out.decode("utf-8", "surrogateescape").split("\0") if p]
+
+
 def size_skip_reason(path: str, size: int) -> str | None:
     """A file too large to index, decided from its size before reading it (as builds do)."""
     limit = MAX_NOTEBOOK_BYTES if path.lower().endswith(".ipynb") else MAX_FILE_BYTES

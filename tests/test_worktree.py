@@ -174,3 +174,24 @@ def test_a_linked_worktree_overlays_its_own_edits(repo: Path, tmp_path: Path) ->
     main_scan = scan_worktree(repo, head(repo))
     assert [c.path for c in linked_scan.changes] == ["net/retry.py"]
     assert main_scan.paths == set()
+
+
+def test_a_watched_overlay_is_never_stale(repo: Path) -> None:
+    overlay = WorktreeOverlay(repo, watch=True)
+    commit, blobs = head(repo), committed_blobs(repo)
+    assert not overlay.refresh(commit, blobs)
+    assert overlay.refresh(commit, blobs) is overlay.refresh(commit, blobs)  # nothing moved
+    (repo / "net/retry.py").write_text(PYTHON_NET + "# one\n")
+    assert overlay.refresh(commit, blobs).masked == ["net/retry.py"]
+    (repo / "new/deeper").mkdir(parents=True)
+    assert overlay.refresh(commit, blobs).masked == ["net/retry.py"]
+    (repo / "new/deeper/mod.py").write_text("def fresh_function():\n    pass\n")
+    state = overlay.refresh(commit, blobs)
+    assert state.masked == ["net/retry.py", "new/deeper/mod.py"]
+    (repo / "new/deeper/mod.py").write_text("def renamed_function():\n    pass\n")
+    state = overlay.refresh(commit, blobs)
+    assert [r["symbol"] for r in state.files[1].entry.records] == ["renamed_function"]
+    git(repo, "checkout", "-q", "--", "net/retry.py")
+    (repo / "new/deeper/mod.py").unlink()
+    assert not overlay.refresh(commit, blobs)
+    overlay.close()
