@@ -18,7 +18,8 @@ def cmd_related(args: argparse.Namespace) -> int:
     from .notebook import location
 
     direction = "callers" if args.callers else "callees" if args.callees else "both"
-    index = Index.open(args.repo, index_dir=args.index_dir)
+    # The code graph is the indexed commit's (uncommitted files are not in it).
+    index = Index.open(args.repo, index_dir=args.index_dir, worktree=False)
     related = index.related(args.target, direction=direction, depth=args.depth, limit=args.limit)
     found = [entry.to_dict() for entry in related]
     if args.json:

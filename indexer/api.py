@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
     from .budget import Packed
     from .filters import SearchFilter
     from .graph import CodeGraph
+    from .overlay import OverlayState, WorktreeOverlay
     from .related_types import Related
 
 __all__ = ["Index", "Query", "SearchResult", "build_index", "parse_query"]
@@ -69,6 +71,7 @@ class SearchResult:
     recency: float
     text: str | None = None
     cell: int | None = None  # notebook cell; lines are within it (indexer/notebook.py)
+    source: str = "commit"  # "worktree": an uncommitted file, read from disk (indexer/overlay.py)
 
     def to_dict(self) -> dict[str, Any]:
         # Flat fields only: a shallow copy (dataclasses.asdict deep-copies every value).
@@ -77,6 +80,19 @@ class SearchResult:
             if data[optional] is None:
                 del data[optional]
         return data
+
+
+_Read = TypeVar("_Read", bound=Callable[..., Any])
+
+
+def _on_current(method: _Read) -> _Read:
+    """A read of an index that follows a working tree is answered by its current view."""
+
+    @functools.wraps(method)
+    def read(self: Index, *args: Any, **kwargs: Any) -> Any:
+        return method(self.current(), *args, **kwargs)
+
+    return read  # type: ignore[return-value]
 
 
 class Index:
@@ -94,6 +110,9 @@ class Index:
         self.fusion = fusion or FusionConfig.load()
         self._vectors = vectors
         self.session: str | None = None  # savings-log session of this object's searches
+        self._worktree: WorktreeOverlay | None = None  # followed by every read (Index.open)
+        self.worktree: OverlayState | None = None  # what the last refresh found
+        self._view: tuple[tuple[object, ...], Index] | None = None
 
     # -- opening ---------------------------------------------------------------------------------
     @classmethod
@@ -102,21 +121,63 @@ class Index:
         repo: str | os.PathLike[str] | None = None,
         index_dir: str | os.PathLike[str] | None = None,
         fusion: FusionConfig | None = None,
+        *,
+        worktree: bool = True,
+        watch: bool = True,
     ) -> Index:
+        """The current index of `repo`; with `worktree` (the default) every read overlays the
+        uncommitted files of the working tree holding `repo` (indexer/overlay.py). `watch`
+        keeps a watch on the tree so that an unchanged tree costs no `git status` (for a
+        process that searches more than once)."""
         for name, value in (("repo", repo), ("index_dir", index_dir)):
             if value is not None and not isinstance(value, str | os.PathLike):
                 raise IndexerError(f"{name} must be a path, not {type(value).__name__}")
         if index_dir is None:
             index_dir = default_index_dir(_git_dir(repo))
         snapshot = current_snapshot(Path(index_dir))
+        root = None
+        if worktree:
+            from .worktree import worktree_root
+
+            root = worktree_root(repo)  # None in a bare repository: the commit alone
         if _reused is None or fusion is not None:
-            return cls(snapshot, fusion)
-        # A long-lived server (indexer/serve.py): snapshots are immutable, so every open of the
-        # same one shares what was loaded; an update moves CURRENT and the next open follows.
-        index = _reused.get(snapshot.parent.parent)
-        if index is None or index.snapshot != snapshot:
-            index = _reused[snapshot.parent.parent] = cls(snapshot)
+            index = cls(snapshot, fusion)
+        else:
+            # A long-lived server (indexer/serve.py): snapshots are immutable, so every open of
+            # the same one shares what was loaded; an update moves CURRENT and the next open
+            # follows. One Index per working tree it overlays (linked worktrees, --no-worktree).
+            key = (snapshot.parent.parent, root)
+            index = _reused.get(key)  # type: ignore[assignment]
+            if index is None or index.snapshot != snapshot:
+                index = _reused[key] = cls(snapshot)
+        if root is not None and index._worktree is None:
+            from .overlay import kept_overlay
+
+            index.follow(kept_overlay(root, watch or _reused is not None, _reused is not None))
         return index
+
+    # -- the working tree ------------------------------------------------------------------------
+    def follow(self, worktree: WorktreeOverlay) -> Index:
+        """Answer every read from now on with `worktree`'s uncommitted files overlaid."""
+        self._worktree = worktree
+        self._view = None
+        return self
+
+    def current(self) -> Index:
+        """The index as the working tree is now: this one when nothing is uncommitted (or the
+        index follows no working tree), else a view with the uncommitted files' chunks in
+        place of their committed ones. Reads of an index opened with `worktree` go here."""
+        if self._worktree is None:
+            return self
+        state = self._worktree.refresh(self.commit, self.blob_of)
+        self.worktree = state
+        if not state:
+            return self
+        if self._view is None or self._view[0] != state.key:
+            from .overlay import overlaid
+
+            self._view = (state.key, overlaid(self, state))
+        return self._view[1]
 
     # -- lazily loaded parts (a cold `indexer search` loads only what it needs) ------------------
     @cached_property
@@ -235,6 +296,7 @@ class Index:
             raise IndexerError(f"no chunk with id {chunk_id} in the index")
         return int(order[pos])
 
+    @_on_current
     @corrupt_as_error
     def show(self, chunk_id: str) -> Chunk:
         """A chunk by id, or by the `path:start-end` location compressed results print
@@ -252,6 +314,7 @@ class Index:
 
         return CodeGraph.load(self.snapshot)
 
+    @_on_current
     @corrupt_as_error
     def related(
         self, key: str, direction: str = "both", depth: int = 1, limit: int = 50
@@ -265,6 +328,7 @@ class Index:
         return [Related.from_record(e) for e in related(self, key, direction, depth, limit)]
 
     # -- search ----------------------------------------------------------------------------------
+    @_on_current
     @corrupt_as_error
     def search(
         self,
@@ -326,6 +390,7 @@ class Index:
     def _allowed(self, where: SearchFilter) -> np.ndarray:
         return where.allowed_rows(self.files, self._chunk_file, self._columns["kinds"])
 
+    @_on_current
     def verdict(self, query: str, results: Sequence[Any]) -> Verdict:
         """Whether `results` answer `query` credibly, with a one-line message when they do not
         (indexer/answers.py): what the CLI's exit status and MCP's first line say."""
@@ -333,6 +398,7 @@ class Index:
 
         return judge(query, results, missing_symbols(self.lexical, query))
 
+    @_on_current
     def lines(self, path: str, start_line: int, end_line: int | None = None) -> list[str]:
         """Exact lines `start_line..end_line` (1-based, inclusive) of an indexed file at the
         indexed commit, read from git (not the working tree)."""
@@ -340,6 +406,7 @@ class Index:
 
         return file_lines(self, path, start_line, end_line)
 
+    @_on_current
     @corrupt_as_error
     def search_budget(
         self,
@@ -445,9 +512,16 @@ class Index:
             recency=round(s["recency"], 4),
             text=c.text if with_text else None,
             cell=c.cell,
+            source="worktree" if c.path in self._worktree_paths else "commit",
         )
 
+    @cached_property
+    def _worktree_paths(self) -> frozenset[str]:
+        """Paths whose chunks come from the working tree (a view made by `current`)."""
+        return frozenset(f.path for f in self.worktree.files) if self.worktree else frozenset()
+
     # -- status ----------------------------------------------------------------------------------
+    @_on_current
     @corrupt_as_error
     def status(self) -> dict[str, Any]:
         """What is indexed and where, and how fresh it is: the keys of `indexer status --json`."""
@@ -469,6 +543,8 @@ class Index:
             "freshness": index_freshness(
                 self.snapshot.parent.parent, m.get("repo_root"), m["commit"]
             ),
+            # None: the index follows no working tree (--no-worktree, a bare repository)
+            "worktree": self.worktree.summary() if self.worktree is not None else None,
         }
 
     # -- lifetime ----------------------------------------------------------------------------------
@@ -488,7 +564,8 @@ class Index:
         self.close()
 
 
-_reused: dict[Path, Index] | None = None  # index dir -> open Index, set by reuse_open_indexes()
+# (index dir, working tree) -> open Index, set by reuse_open_indexes()
+_reused: dict[tuple[Path, Path | None], Index] | None = None
 
 
 def reuse_open_indexes() -> None:

@@ -25,6 +25,7 @@ from .languages import detect_language
 from .worktree import Change, WorktreeScan, scan_worktree, size_skip_reason
 
 if TYPE_CHECKING:
+    from .api import Index
     from .watch import TreeWatch
 
 
@@ -46,6 +47,7 @@ class OverlayFile:
 
 @dataclass
 class OverlayState:
+    root: Path  # the working tree
     commit: str  # the indexed commit the overlay is relative to
     files: list[OverlayFile] = field(default_factory=list)  # indexable, path order
     masked: list[str] = field(default_factory=list)  # committed rows hidden (sorted)
@@ -69,6 +71,7 @@ class OverlayState:
         if self.removed:
             states["deleted"] = len(self.removed)
         return {
+            "root": str(self.root),
             "overlaid": len(self.masked),
             "files": len(self.files),
             "chunks": sum(len(f.entry.records) for f in self.files),
@@ -99,9 +102,13 @@ class WorktreeOverlay:
         if self._watching and commit != self._watch_commit:
             self._watch_commit = commit  # first refresh, or another indexed commit
             self._start_watch()
-        elif last is not None and last.commit == commit and self._watch is not None:
-            if not self._watch.changed():
-                return last
+        elif (
+            last is not None
+            and last.commit == commit
+            and self._watch is not None
+            and not self._watch.changed()
+        ):
+            return last  # nothing moved in the tree or the git directory since
         scan = scan_worktree(self.root, commit)
         state = self.state_of(scan, commit, blob_of)
         if self._watch is not None:
@@ -139,7 +146,7 @@ class WorktreeOverlay:
             self._watch = None
 
     def state_of(self, scan: WorktreeScan, commit: str, blob_of: Mapping[str, str]) -> OverlayState:
-        state = OverlayState(commit, merging=scan.merging)
+        state = OverlayState(self.root, commit, merging=scan.merging)
         masked = set(scan.removed) & set(blob_of)
         state.removed = sorted(masked)
         for reason, paths in scan.skipped.items():
@@ -192,3 +199,25 @@ def read_file(root: Path, change: Change) -> OverlayFile | None:
     except Exception as exc:  # a parser bug skips the file, as in builds
         entry = CachedFile(f"error:{type(exc).__name__}", [], [], [])
     return OverlayFile(change.path, blob_id(data), language, change.state, entry)
+
+
+_KEPT: dict[Path, WorktreeOverlay] = {}  # working tree -> its overlay, in a long-lived process
+
+
+def kept_overlay(root: Path, watch: bool, keep: bool) -> WorktreeOverlay:
+    """The overlay of `root`; with `keep`, one per working tree for the life of the process
+    (what it read and chunked survives index updates)."""
+    if not keep:
+        return WorktreeOverlay(root, watch)
+    overlay = _KEPT.get(root)
+    if overlay is None:
+        overlay = _KEPT[root] = WorktreeOverlay(root, watch)
+    return overlay
+
+
+def overlaid(index: Index, state: OverlayState) -> Index:
+    """`index` with the overlay's files in place of their committed rows."""
+    # Until the segment reader lands (issue 8), the commit alone answers.
+    view = index
+    view.worktree = state
+    return view

@@ -101,6 +101,20 @@ def scan_worktree(root: Path, indexed_commit: str | None) -> WorktreeScan:
     return scan
 
 
+def resolve_rev(repo: str | os.PathLike[str] | None, rev: str) -> str:
+    """The commit id `rev` names in the repository holding `repo` (bare ones too)."""
+    from .gitdir import git_dir
+
+    try:
+        out = _git(
+            ["rev-parse", "--verify", "--quiet", "--end-of-options", rev + "^{commit}"],
+            Path(git_dir(repo)),
+        )
+    except IndexerError:
+        raise IndexerError(f"unknown revision: {rev}") from None
+    return out.decode("ascii", "replace").strip()
+
+
 def tracked_paths(root: Path) -> list[str]:
     """Every path in git's index (what a watch must cover)."""
     out = _git(["ls-files", "-z"], root)
