@@ -119,7 +119,7 @@ class WorktreeOverlay:
     def _start_watch(self) -> None:
         from .gitdir import git_dir
         from .watch import TreeWatch, watched_directories
-        from .worktree import tracked_paths
+        from .worktree import watch_paths
 
         if self._watch is not None:
             self._watch.close()
@@ -128,7 +128,7 @@ class WorktreeOverlay:
         dirs = [directory]
         if common.is_file():
             dirs.append((directory / common.read_text("utf-8").strip()).resolve())
-        self._watch = TreeWatch.open(watched_directories(self.root, tracked_paths(self.root), dirs))
+        self._watch = TreeWatch.open(watched_directories(self.root, watch_paths(self.root), dirs))
         if self._watch is not None:
             self._watch.changed()  # events from before the scan below are covered by it
 

@@ -122,13 +122,15 @@ def _events(data: bytes) -> list[tuple[int, int, str]]:
 
 
 def watched_directories(root: Path, tracked: Iterable[str], git_dirs: Iterable[Path]) -> set[Path]:
-    """The root, every directory holding a tracked or candidate file, and the git directories
-    (with the refs below them)."""
+    """The root, every directory holding a tracked or candidate file, untracked directories
+    (`dir/` entries) with everything below them, and the git directories with their refs."""
     found = {root}
     for path in tracked:
         parts = path.split("/")[:-1]
         for depth in range(1, len(parts) + 1):
             found.add(root.joinpath(*parts[:depth]))
+        if path.endswith("/"):  # an untracked directory: all of it
+            found.update(Path(d) for d, _, _ in os.walk(root / path))
     for git_dir in git_dirs:
         found.add(git_dir)
         refs = git_dir / "refs"

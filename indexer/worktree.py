@@ -115,10 +115,12 @@ def resolve_rev(repo: str | os.PathLike[str] | None, rev: str) -> str:
     return out.decode("ascii", "replace").strip()
 
 
-def tracked_paths(root: Path) -> list[str]:
-    """Every path in git's index (what a watch must cover)."""
-    out = _git(["ls-files", "-z"], root)
-    return [p for p in out.decode("utf-8", "surrogateescape").split("\0") if p]
+def watch_paths(root: Path) -> list[str]:
+    """Every tracked path and every untracked, unignored file or directory (`dir/`, empty ones
+    too): what a watch of the tree must cover."""
+    tracked = _git(["ls-files", "-z"], root)
+    others = _git(["ls-files", "-z", "--others", "--directory", "--exclude-standard"], root)
+    return [p for p in os.fsdecode(tracked + b"\0" + others).split("\0") if p]
 
 
 def size_skip_reason(path: str, size: int) -> str | None:

@@ -195,3 +195,13 @@ def test_a_watched_overlay_is_never_stale(repo: Path) -> None:
     (repo / "new/deeper/mod.py").unlink()
     assert not overlay.refresh(commit, blobs)
     overlay.close()
+
+
+def test_a_watch_covers_untracked_directories_that_existed_before_it(repo: Path) -> None:
+    (repo / "later/empty").mkdir(parents=True)
+    overlay = WorktreeOverlay(repo, watch=True)
+    commit, blobs = head(repo), committed_blobs(repo)
+    assert not overlay.refresh(commit, blobs)
+    (repo / "later/empty/mod.py").write_text("def arrived_later():\n    pass\n")
+    assert overlay.refresh(commit, blobs).masked == ["later/empty/mod.py"]
+    overlay.close()
