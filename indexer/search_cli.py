@@ -36,10 +36,16 @@ def _filters(args: argparse.Namespace) -> dict[str, Any]:
 def open_index(args: argparse.Namespace) -> Any:
     """The index a read command answers from: the working tree as it is now (uncommitted files
     overlaid), or exactly the indexed commit with `--no-worktree` or `--rev REV`."""
-    from .api import Index
-
     rev = getattr(args, "rev", None)
     worktree = rev is None and not getattr(args, "no_worktree", False)
+    if worktree:
+        from .worktree import prefetch_status, worktree_root
+
+        root = worktree_root(args.repo)
+        if root is not None:
+            prefetch_status(root)  # runs while numpy, FAISS and the index load
+    from .api import Index
+
     index = Index.open(args.repo, index_dir=args.index_dir, worktree=worktree, watch=False)
     if rev is not None:
         from .worktree import resolve_rev
@@ -65,10 +71,10 @@ def add_worktree_options(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_search(args: argparse.Namespace) -> int:
-    from .answers import confidence_label
-
     query = read_query(args.query)
     index = open_index(args)
+    from .answers import confidence_label
+
     packed = None
     if args.budget is not None:
         packed = index.search_budget(query, args.budget, k=args.k, **_filters(args))

@@ -16,6 +16,7 @@ from the working tree, vendored, generated, binary by name, symlinks, submodules
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import stat
@@ -151,31 +152,45 @@ def _ignore_rules(root: Path) -> IgnoreRules:
         return IgnoreRules(None)
 
 
-def _git(args: list[str], cwd: Path) -> bytes:
+_STATUS = ["status", "--porcelain=v2", "-z", "--branch", "--untracked-files=all", "--no-renames"]
+_PREFETCHED: dict[Path, subprocess.Popen[bytes]] = {}
+
+
+def prefetch_status(root: Path) -> None:
+    """Start `git status` for `root` now: a command that searches once runs it while it
+    imports numpy and opens the index (the next `scan_worktree` of `root` collects it)."""
+    if root not in _PREFETCHED and shutil.which("git") is not None:
+        with contextlib.suppress(OSError):  # scan_worktree runs it again and says why
+            _PREFETCHED[root] = _start(_STATUS, root)
+
+
+def _start(args: list[str], cwd: Path) -> subprocess.Popen[bytes]:
     env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C"}
+    return subprocess.Popen(
+        ["git", "--no-optional-locks", *args],
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+
+
+def _git(args: list[str], cwd: Path, started: subprocess.Popen[bytes] | None = None) -> bytes:
     try:
-        done = subprocess.run(
-            ["git", "--no-optional-locks", *args],
-            cwd=cwd,
-            env=env,
-            capture_output=True,
-            timeout=GIT_TIMEOUT_S,
-            check=False,
-        )
+        proc = started or _start(args, cwd)
+        out, err = proc.communicate(timeout=GIT_TIMEOUT_S)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise IndexerError(f"git {args[0]} failed in {cwd}: {exc}") from exc
-    if done.returncode != 0:
-        message = done.stderr.decode("utf-8", "replace").strip().splitlines()
+    if proc.returncode != 0:
+        message = err.decode("utf-8", "replace").strip().splitlines()
         raise IndexerError(f"git {args[0]} failed in {cwd}: {(message or ['?'])[-1]}")
-    return done.stdout
+    return out
 
 
 def _git_status(root: Path) -> tuple[str | None, dict[str, str]]:
     """(HEAD commit, path -> state) from `git status --porcelain=v2 -z`."""
-    out = _git(
-        ["status", "--porcelain=v2", "-z", "--branch", "--untracked-files=all", "--no-renames"],
-        root,
-    )
+    out = _git(_STATUS, root, _PREFETCHED.pop(root, None))
     head: str | None = None
     flags: dict[str, str] = {}
     fields = out.decode("utf-8", "surrogateescape").split("\0")
