@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pygit2
@@ -196,3 +198,45 @@ def test_the_overlay_equals_a_full_build_of_the_same_edits(repo: Path, tmp_path:
         for r in g + w:
             r.pop("source")
         assert g == w
+
+
+def test_a_kept_index_follows_every_edit(repo: Path) -> None:
+    """A notebook or a server holds one Index: each search sees the tree as it is then."""
+    index = Index.open(repo)  # watched: an unchanged tree costs no `git status`
+    assert "retry_with_jitter" not in symbols(index.search("retry_with_jitter", k=5))
+    (repo / "net/retry.py").write_text(NEW_NET)
+    assert index.search("retry_with_jitter", k=1)[0].symbol == "retry_with_jitter"
+    (repo / "net/retry.py").write_text(NEW_NET.replace("retry_with_jitter", "retry_paused"))
+    assert index.search("retry_paused", k=1)[0].symbol == "retry_paused"
+    (repo / "net/retry.py").write_text(PYTHON_NET)
+    assert index.search("retry_with_backoff", k=1)[0].source == "commit"
+
+
+def test_the_mcp_service_and_the_server_are_never_stale(repo: Path, tmp_path: Path) -> None:
+    from indexer.mcp_server import Service
+
+    service = Service(str(repo), None)
+    assert "retry_with_jitter" not in service.search("retry_with_jitter", 3, None, False)
+    (repo / "net/retry.py").write_text(NEW_NET)
+    assert "retry_with_jitter" in service.search("retry_with_jitter", 3, None, False)
+    assert "def retry_with_jitter" in service.retrieve("net/retry.py", 1, 20)
+
+    run = tmp_path / "run"
+    run.mkdir(mode=0o700)
+    env = dict(os.environ, XDG_RUNTIME_DIR=str(run), INDEXER_SAVINGS="0")
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        argv = [sys.executable, "-m", "indexer", *args, "--repo", str(repo)]
+        return subprocess.run(argv, capture_output=True, text=True, timeout=300, env=env)
+
+    assert cli("serve", "--background", "--idle-timeout", "120").returncode == 0
+    try:
+        query = ("search", "retry_paused", "--json")
+        assert all(r["symbol"] != "retry_paused" for r in json.loads(cli(*query).stdout))
+        (repo / "net/retry.py").write_text(NEW_NET.replace("retry_with_jitter", "retry_paused"))
+        after = json.loads(cli(*query).stdout)
+        assert after[0]["symbol"] == "retry_paused" and after[0]["source"] == "worktree"
+        status = json.loads(cli("serve", "--status", "--json").stdout)
+        assert status["requests"] == 2  # both answered by the server
+    finally:
+        cli("serve", "--stop")
