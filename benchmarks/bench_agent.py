@@ -3,7 +3,7 @@
     python benchmarks/bench_agent.py [--cache DIR] [--trees DIR] [--trees-short DIR] [--limit N]
 
 On ../shared/devset (long issue queries) and ../shared/devset-short (short questions), with the
-indexes `indexer eval` builds and caches (indexer.evaluate.prepare_index); sympy 1.5 (the sdist
+indexes `indexer eval` builds and caches (indexer.eval.evaluate.prepare_index); sympy 1.5 (the sdist
 tree of the dev set) is reported on its own as well. For every query, the top 10 results
 (`indexer search`, k=10, default cut) are sent four ways, counted with o200k_base:
 
@@ -42,10 +42,8 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 os.environ["INDEXER_SAVINGS"] = "0"  # the benchmark's searches are not an agent's savings
 
 from indexer.api import Index, parse_query  # noqa: E402
-from indexer.budget import count_tokens  # noqa: E402
-from indexer.compress import class_members, compress, full  # noqa: E402
 from indexer.errors import IndexerError  # noqa: E402
-from indexer.evaluate import (  # noqa: E402
+from indexer.eval.evaluate import (  # noqa: E402
     CHUNK_DEPTH,
     Case,
     file_metrics,
@@ -53,14 +51,16 @@ from indexer.evaluate import (  # noqa: E402
     prepare_index,
     unique_in_order,
 )
-from indexer.fusion import FusionConfig  # noqa: E402
-from indexer.graph import (  # noqa: E402
+from indexer.index.graph import (  # noqa: E402
     RESOLVER_VERSION,
     CodeGraph,
     GraphRanker,
     graph_for_index,
 )
-from indexer.line_scoring import query_weights  # noqa: E402
+from indexer.search.budget import count_tokens  # noqa: E402
+from indexer.search.compress import class_members, compress, full  # noqa: E402
+from indexer.search.fusion import FusionConfig  # noqa: E402
+from indexer.search.line_scoring import query_weights  # noqa: E402
 
 BUDGETS = (500, 1500)
 GRAPH_OFF = {"expand": 0.0, "ppr": 0.0, "file_boost": 0.0, "seeds": 5}

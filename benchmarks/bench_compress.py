@@ -9,7 +9,7 @@ are compressed two ways, in the same run on the same indexes:
 
     before  the unweighted scoring: query words counted alike (filler words and the chunk's
             own name included), one body line kept (compress with a plain term set)
-    after   indexer/line_scoring.py: stop words ignored, idf-weighted terms, own name left
+    after   indexer/search/line_scoring.py: stop words ignored, idf-weighted terms, own name left
             out, up to 4 lines within a character budget
 
 Reported: the answer-line hit rate (questions whose compressed answer contains the line),
@@ -32,8 +32,8 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from indexer import Index, build_index  # noqa: E402
-from indexer.budget import count_tokens  # noqa: E402
-from indexer.compress import class_members, compress, query_terms  # noqa: E402
+from indexer.search.budget import count_tokens  # noqa: E402
+from indexer.search.compress import class_members, compress, query_terms  # noqa: E402
 
 DATA = ROOT / "benchmarks" / "data" / "compress_lines.jsonl"
 
@@ -71,7 +71,7 @@ def has_line(answer: str, line: str) -> bool:
 
 
 def run_case(index: Index, case: dict[str, str], file_tokens: dict[str, int]) -> dict[str, Any]:
-    from indexer.compress import compress_results
+    from indexer.search.compress import compress_results
 
     results = index.search(case["query"], k=10)
     chunks = [index.show(r.id) for r in results]

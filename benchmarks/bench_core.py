@@ -27,8 +27,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from indexer.api import Index  # noqa: E402
-from indexer.evaluate import commit_tree, evaluate, format_table, load_dataset  # noqa: E402
-from indexer.store import current_snapshot  # noqa: E402
+from indexer.eval.evaluate import commit_tree, evaluate, format_table, load_dataset  # noqa: E402
+from indexer.index.store import current_snapshot  # noqa: E402
 
 SDISTS = {"sympy": "sympy==1.5", "requests": "requests==2.32.3", "astropy": "astropy==5.2"}
 QUERIES = [
@@ -214,7 +214,7 @@ ABLATIONS: dict[str, dict[str, object]] = {
 
 
 def run_ablations(cases: list, cache: Path) -> dict[str, dict[str, float]]:  # type: ignore[type-arg]
-    from indexer.fusion import FusionConfig
+    from indexer.search.fusion import FusionConfig
 
     base = json.loads((ROOT / "artifacts" / "fusion.json").read_text())
     out = {}

@@ -31,8 +31,8 @@ sys.path.insert(0, str(ROOT))
 from bench_core import sdist_tree  # noqa: E402
 
 from indexer.api import Index  # noqa: E402
-from indexer.build import build_index, update_index  # noqa: E402
-from indexer.store import current_snapshot  # noqa: E402
+from indexer.index.build import build_index, update_index  # noqa: E402
+from indexer.index.store import current_snapshot  # noqa: E402
 
 GIT_ENV = {
     **os.environ,

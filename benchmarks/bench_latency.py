@@ -79,7 +79,7 @@ for line in sys.stdin:
 def ours_worker(index_dir: str) -> None:
     """Serve timing requests for our index (runs in its own process: --worker DIR)."""
     from indexer.api import Index
-    from indexer.store import current_snapshot
+    from indexer.index.store import current_snapshot
 
     index = Index(current_snapshot(Path(index_dir)))
     print(json.dumps({"ready": len(index)}), flush=True)
@@ -154,7 +154,7 @@ def corpus(name: str, work: Path, trees: Path | None) -> tuple[Path, Path]:
 
     from bench_core import sdist_tree
 
-    from indexer.evaluate import commit_tree
+    from indexer.eval.evaluate import commit_tree
 
     sympy = sdist_tree("sympy==1.5", work, trees)
     if name == "sympy":
@@ -181,7 +181,7 @@ def ensure_index(git_dir: Path, index_dir: Path, env: dict[str, str] | None = No
 
 def query_sets(index_dir: Path, devset: Path) -> dict[str, list[str]]:
     from indexer.api import Index
-    from indexer.store import current_snapshot
+    from indexer.index.store import current_snapshot
 
     index = Index(current_snapshot(index_dir))
     rng = random.Random(0)
@@ -293,7 +293,7 @@ def search_rss(index_dir: Path, queries: list[str], env: dict[str, str] | None =
         "import json, resource, sys\n"
         "from pathlib import Path\n"
         "from indexer.api import Index\n"
-        "from indexer.store import current_snapshot\n"
+        "from indexer.index.store import current_snapshot\n"
         "index = Index(current_snapshot(Path(sys.argv[1])))\n"
         "for q in json.loads(sys.stdin.read()):\n"
         "    index.search(q, k=10, log=False)\n"

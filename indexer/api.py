@@ -15,12 +15,10 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
-from .chunks import Chunk
-from .dense import DenseIndex
 from .errors import IndexerError, check_types
-from .fusion import FusionConfig
-from .gitdir import git_dir as _git_dir
-from .integrity import (
+from .index.dense import DenseIndex
+from .index.gitdir import git_dir as _git_dir
+from .index.integrity import (
     CHUNK_SUMS,
     check_chunk,
     check_column,
@@ -28,27 +26,29 @@ from .integrity import (
     check_rows,
     corrupt_as_error,
 )
-from .lexical import LexicalIndex
-from .query import Query, parse_query
-from .ranking import rank
-from .store import current_snapshot, default_index_dir, read_manifest
-from .tokens import path_terms
-from .vectors import StaticVectors
+from .index.lexical import LexicalIndex
+from .index.store import current_snapshot, default_index_dir, read_manifest
+from .index.tokens import path_terms
+from .index.vectors import StaticVectors
+from .search.fusion import FusionConfig
+from .search.query import Query, parse_query
+from .search.ranking import rank
+from .source.chunks import Chunk
 
 if TYPE_CHECKING:
-    from .answers import Verdict
-    from .budget import Packed
-    from .filters import SearchFilter
-    from .graph import CodeGraph
-    from .overlay import OverlayState, WorktreeOverlay
-    from .related_types import Related
+    from .index.graph import CodeGraph
+    from .index.overlay import OverlayState, WorktreeOverlay
+    from .search.answers import Verdict
+    from .search.budget import Packed
+    from .search.filters import SearchFilter
+    from .search.related_types import Related
 
 __all__ = ["Index", "Query", "SearchResult", "build_index", "parse_query"]
 
 
 def build_index(*args: Any, **kwargs: Any) -> Any:
-    """Build (see indexer.build.build_index); imported lazily so searching never loads pygit2."""
-    from .build import build_index as _build
+    """Build (indexer.index.build.build_index); imported lazily: searching never loads pygit2."""
+    from .index.build import build_index as _build
 
     return _build(*args, **kwargs)
 
@@ -70,8 +70,8 @@ class SearchResult:
     keyword: float
     recency: float
     text: str | None = None
-    cell: int | None = None  # notebook cell; lines are within it (indexer/notebook.py)
-    source: str = "commit"  # "worktree": an uncommitted file, read from disk (indexer/overlay.py)
+    cell: int | None = None  # notebook cell; lines are within it (indexer/source/notebook.py)
+    source: str = "commit"  # "worktree": an uncommitted file read from disk (index/overlay.py)
 
     def to_dict(self) -> dict[str, Any]:
         # Flat fields only: a shallow copy (dataclasses.asdict deep-copies every value).
@@ -126,7 +126,7 @@ class Index:
         watch: bool = True,
     ) -> Index:
         """The current index of `repo`; with `worktree` (the default) every read overlays the
-        uncommitted files of the working tree holding `repo` (indexer/overlay.py). `watch`
+        uncommitted files of the working tree holding `repo` (indexer/index/overlay.py). `watch`
         keeps a watch on the tree so that an unchanged tree costs no `git status` (for a
         process that searches more than once)."""
         for name, value in (("repo", repo), ("index_dir", index_dir)):
@@ -137,21 +137,21 @@ class Index:
         snapshot = current_snapshot(Path(index_dir))
         root = None
         if worktree:
-            from .worktree import worktree_root
+            from .source.worktree import worktree_root
 
             root = worktree_root(repo)  # None in a bare repository: the commit alone
         if _reused is None or fusion is not None:
             index = cls(snapshot, fusion)
         else:
-            # A long-lived server (indexer/serve.py): snapshots are immutable, so every open of
-            # the same one shares what was loaded; an update moves CURRENT and the next open
-            # follows. One Index per working tree it overlays (linked worktrees, --no-worktree).
+            # A long-lived server (indexer/serve/serve.py): snapshots are immutable, so every
+            # open of the same one shares what was loaded; an update moves CURRENT and the next
+            # open follows. One Index per working tree it overlays (linked worktrees, none).
             key = (snapshot.parent.parent, root)
             index = _reused.get(key)  # type: ignore[assignment]
             if index is None or index.snapshot != snapshot:
                 index = _reused[key] = cls(snapshot)
         if root is not None and index._worktree is None:
-            from .overlay import kept_overlay
+            from .index.overlay import kept_overlay
 
             index.follow(kept_overlay(root, watch or _reused is not None, _reused is not None))
         return index
@@ -174,7 +174,7 @@ class Index:
         if not state:
             return self
         if self._view is None or self._view[0] != state.key:
-            from .overlay import overlaid
+            from .index.overlay import overlaid
 
             self._view = (state.key, overlaid(self, state))
         return self._view[1]
@@ -224,7 +224,7 @@ class Index:
 
     @cached_property
     def _sums(self) -> np.ndarray | None:
-        """Per-chunk digests (indexer/integrity.py); absent in snapshots made before them."""
+        """Per-chunk digests (indexer/index/integrity.py); absent in snapshots made before them."""
         if CHUNK_SUMS not in self.manifest["files"]:
             return None
         return check_column(CHUNK_SUMS, _load_array(self.snapshot / CHUNK_SUMS), len(self))
@@ -287,7 +287,7 @@ class Index:
     def row_of(self, chunk_id: str) -> int:
         if not re.fullmatch(r"[0-9a-f]{16}", chunk_id):
             raise IndexerError(f"not a chunk id: {chunk_id!r} (expected 16 hex digits)")
-        from .dense import faiss_id
+        from .index.dense import faiss_id
 
         sorted_fids, order = self._fid_lookup
         fid = faiss_id(chunk_id)
@@ -302,15 +302,15 @@ class Index:
         """A chunk by id, or by the `path:start-end` location compressed results print
         (`path#cell=N[:start-end]` in a notebook)."""
         if ":" in chunk_id or "#cell=" in chunk_id:
-            from .compress import row_at_location
+            from .search.compress import row_at_location
 
             return self.chunk_at(row_at_location(self, chunk_id))
         return self.chunk_at(self.row_of(chunk_id))
 
-    # -- code graph (indexer/graph.py; loaded only by the commands that use it) -------------------
+    # -- code graph (indexer/index/graph.py; loaded only by the commands that use it) ------------
     @cached_property
     def graph(self) -> CodeGraph:
-        from .graph import CodeGraph
+        from .index.graph import CodeGraph
 
         return CodeGraph.load(self.snapshot)
 
@@ -320,8 +320,8 @@ class Index:
         self, key: str, direction: str = "both", depth: int = 1, limit: int = 50
     ) -> list[Related]:
         """Callers and/or callees of a symbol name, qualname, `path::qualname` or chunk id."""
-        from .graph import related
-        from .related_types import Related
+        from .index.graph import related
+        from .search.related_types import Related
 
         check_types(key=(key, str), direction=(direction, str), depth=(depth, int))
         check_types(limit=(limit, int))
@@ -343,10 +343,10 @@ class Index:
         languages: str | list[str] | None = None,
         kinds: str | list[str] | None = None,
     ) -> list[SearchResult]:
-        """Ranked results; `compress` puts each chunk's compressed form (indexer/compress.py)
+        """Ranked results; `compress` puts each chunk's compressed form (indexer/search/compress.py)
         in `text`; `paths` (globs, `!glob` excludes), `languages` and `kinds` filter
-        (indexer/filters.py); `log=True` appends the search to the savings log."""
-        from .filters import SearchFilter
+        (indexer/search/filters.py); `log=True` appends the search to the savings log."""
+        from .search.filters import SearchFilter
 
         if not isinstance(query, str) or not query.strip():
             raise IndexerError(
@@ -363,7 +363,7 @@ class Index:
             return []
         results = self._search(query, k, with_text or compress, cut, where)
         if compress:
-            from .compress import compress_results
+            from .search.compress import compress_results
 
             compress_results(self, query, results)
         if log:
@@ -373,7 +373,7 @@ class Index:
     def _search(
         self, query: str, k: int, with_text: bool, cut: bool, where: SearchFilter
     ) -> list[SearchResult]:
-        from .answers import MISSING_SYMBOL_FACTOR, fold_split_tails, missing_symbols
+        from .search.answers import MISSING_SYMBOL_FACTOR, fold_split_tails, missing_symbols
 
         allowed = self._allowed(where) if where else None
         ranked = self.rank(parse_query(query), k, cut=cut, allowed=allowed)
@@ -393,8 +393,8 @@ class Index:
     @_on_current
     def verdict(self, query: str, results: Sequence[Any]) -> Verdict:
         """Whether `results` answer `query` credibly, with a one-line message when they do not
-        (indexer/answers.py): what the CLI's exit status and MCP's first line say."""
-        from .answers import judge, missing_symbols
+        (indexer/search/answers.py): what the CLI's exit status and MCP's first line say."""
+        from .search.answers import judge, missing_symbols
 
         return judge(query, results, missing_symbols(self.lexical, query))
 
@@ -402,7 +402,7 @@ class Index:
     def lines(self, path: str, start_line: int, end_line: int | None = None) -> list[str]:
         """Exact lines `start_line..end_line` (1-based, inclusive) of an indexed file at the
         indexed commit, read from git (not the working tree)."""
-        from .excerpt import file_lines
+        from .search.excerpt import file_lines
 
         return file_lines(self, path, start_line, end_line)
 
@@ -419,9 +419,9 @@ class Index:
         languages: str | list[str] | None = None,
         kinds: str | list[str] | None = None,
     ) -> Packed:
-        """The best results packed into at most `budget` o200k tokens (indexer/budget.py),
+        """The best results packed into at most `budget` o200k tokens (indexer/search/budget.py),
         filtered as `search` filters."""
-        from .budget import budget_search
+        from .search.budget import budget_search
 
         check_types(k=(k, int), log=(log, bool))
         filters = {"paths": paths, "languages": languages, "kinds": kinds}
@@ -431,7 +431,7 @@ class Index:
         return packed
 
     def _log(self, results: Sequence[Any], sent: str) -> None:
-        from .savings import new_session, record
+        from .search.savings import new_session, record
 
         self.session = self.session or new_session()
         record(self, results, sent, "api", self.session)
@@ -444,7 +444,7 @@ class Index:
         retrievers: tuple[str, ...] = ("bm25", "dense"),
         allowed: np.ndarray | None = None,
     ) -> list[tuple[int, dict[str, float]]]:
-        """Ranked (row, scores) pairs: see indexer/ranking.py."""
+        """Ranked (row, scores) pairs: see indexer/search/ranking.py."""
         return rank(self, q, k, cut, retrievers, allowed)
 
     def _rows_of_fids(self, fids: np.ndarray) -> np.ndarray:
@@ -476,7 +476,7 @@ class Index:
     def project_terms(self) -> set[str]:
         """The project's own names (its top-level code directories, `src/<name>`): words that
         every report about it says, so they never ask for tests or docs by themselves."""
-        from .pathclass import directory_flags
+        from .source.pathclass import directory_flags
 
         names: set[str] = set()
         for f in self.files:
@@ -525,7 +525,7 @@ class Index:
     @corrupt_as_error
     def status(self) -> dict[str, Any]:
         """What is indexed and where, and how fresh it is: the keys of `indexer status --json`."""
-        from .freshness import index_freshness
+        from .fresh.freshness import index_freshness
 
         m = self.manifest
         return {
@@ -570,7 +570,7 @@ _reused: dict[tuple[Path, Path | None], Index] | None = None
 
 def reuse_open_indexes() -> None:
     """From now on `Index.open` returns the already open Index of an unchanged snapshot (for a
-    long-lived process whose requests each call Index.open; see indexer/serve.py)."""
+    long-lived process whose requests each call Index.open; see indexer/serve/serve.py)."""
     global _reused
     if _reused is None:
         _reused = {}

@@ -30,10 +30,10 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from indexer.chunker import Chunk
-from indexer.languages import detect_language
-from indexer.tokens import STOPWORDS, iter_words, split_identifier
-from indexer.vectors import StaticVectors
+from indexer.index.tokens import STOPWORDS, iter_words, split_identifier
+from indexer.index.vectors import StaticVectors
+from indexer.source.chunker import Chunk
+from indexer.source.languages import detect_language
 
 SIF_A = 1e-3
 
@@ -174,8 +174,8 @@ def corpus_chunks(
     cut by the runtime's own chunker."""
     import random
 
-    from indexer.chunker import chunk_file
-    from indexer.languages import SPECS
+    from indexer.source.chunker import chunk_file
+    from indexer.source.languages import SPECS
 
     files = sorted(
         p
@@ -203,8 +203,8 @@ def training_pairs(
 ) -> tuple[list[str], list[list[str]], np.ndarray]:
     """(teacher texts, student terms, is-docstring flags): each chunk as the build embeds it, and
     optionally each docstring alone (the natural-language side that questions resemble)."""
-    from indexer.tokens import code_terms
-    from indexer.tuning import chunk_dense_terms
+    from indexer.eval.tuning import chunk_dense_terms
+    from indexer.index.tokens import code_terms
 
     texts: list[str] = []
     terms: list[list[str]] = []

@@ -4,8 +4,8 @@
         --dataset long=devset/instances.jsonl=trees/devset \
         --dataset short=devset-short/instances.jsonl=trees/devset-short [--json OUT]
 
-Every number comes from `indexer.evaluate` on the same cached indexes (a table other than the one
-an index was built with is swapped in memory, exactly as a rebuild would embed). Systems:
+Every number comes from `indexer.eval.evaluate` on the same cached indexes (a table other than
+the one an index was built with is swapped in memory, exactly as a rebuild would embed). Systems:
 whole-file BM25, chunk BM25, dense-only and fused, under the artifacts before (the untuned core)
 and after (the shipped artifacts/).
 """
@@ -19,10 +19,10 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from indexer.evaluate import load_dataset
-from indexer.fusion import FusionConfig, default_fusion_path
-from indexer.tuning import EvalSet
-from indexer.vectors import StaticVectors, default_table_dir
+from indexer.eval.evaluate import load_dataset
+from indexer.eval.tuning import EvalSet
+from indexer.index.vectors import StaticVectors, default_table_dir
+from indexer.search.fusion import FusionConfig, default_fusion_path
 
 METRICS = ("file_recall@1", "file_recall@10", "mrr", "function_recall@10", "tokens")
 

@@ -70,8 +70,8 @@ def execute(name: str, params: dict[str, Any], executed_dir: Path, timeout: int)
 def check_outputs(name: str, out_dir: Path) -> str:
     """Load what a notebook wrote with the runtime's loaders (raises on anything invalid)."""
     sys.path.insert(0, str(ROOT))
-    from indexer.fusion import FusionConfig
-    from indexer.vectors import StaticVectors
+    from indexer.index.vectors import StaticVectors
+    from indexer.search.fusion import FusionConfig
 
     if name == "distill_static_vectors":
         table = StaticVectors.load(out_dir / "static_vectors")

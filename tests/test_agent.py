@@ -12,10 +12,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from indexer import Index, build_index
-from indexer.budget import count_tokens, pack
-from indexer.compress import compress, query_terms
 from indexer.errors import IndexerError
-from indexer.savings import LOG_NAME, flush, report, session_baseline
+from indexer.search.budget import count_tokens, pack
+from indexer.search.compress import compress, query_terms
+from indexer.search.savings import LOG_NAME, flush, report, session_baseline
 
 from .conftest import MakeRepo, run_cli
 

@@ -1,4 +1,4 @@
-from indexer.chunker import MAX_CHUNK_LINES, chunk_file
+from indexer.source.chunker import MAX_CHUNK_LINES, chunk_file
 
 from .conftest import GO_SERVER, JS_CART, PYTHON_BILLING, README, RUST_LIB
 

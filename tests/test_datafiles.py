@@ -1,5 +1,6 @@
-"""Data and configuration files (indexer/datafiles.py, ranking in indexer/api.py): large data by
-shape, small configuration as it is, both below code unless the query asks for them."""
+"""Data and configuration files (indexer/source/datafiles.py, ranking in indexer/search/):
+large data by shape, small configuration as it is, both below code unless the query asks
+for them."""
 
 from __future__ import annotations
 
@@ -7,8 +8,8 @@ import json
 from pathlib import Path
 
 from indexer import Index, build_index
-from indexer.chunker import chunk_file
-from indexer.datafiles import SUMMARY_BYTES
+from indexer.source.chunker import chunk_file
+from indexer.source.datafiles import SUMMARY_BYTES
 
 from .conftest import run_cli
 

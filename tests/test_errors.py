@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pygit2
 
-from indexer.store import FORMAT_VERSION
+from indexer.index.store import FORMAT_VERSION
 
 from .conftest import run_cli
 

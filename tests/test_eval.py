@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from indexer.errors import IndexerError
-from indexer.evaluate import (
+from indexer.eval.evaluate import (
     Case,
     evaluate,
     file_metrics,
@@ -19,8 +19,7 @@ from indexer.evaluate import (
     prepare_index,
     summarize,
 )
-from indexer.fusion import FusionConfig
-from indexer.tuning import (
+from indexer.eval.tuning import (
     EvalSet,
     config_with,
     cross_validate,
@@ -28,7 +27,8 @@ from indexer.tuning import (
     score_rows,
     with_vectors,
 )
-from indexer.vectors import StaticVectors
+from indexer.index.vectors import StaticVectors
+from indexer.search.fusion import FusionConfig
 
 from .conftest import SAMPLE_FILES, run_cli, write_files
 

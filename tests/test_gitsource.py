@@ -1,6 +1,6 @@
 import pygit2
 
-from indexer.gitsource import content_skip_reason, list_tree, path_skip_reason
+from indexer.source.gitsource import content_skip_reason, list_tree, path_skip_reason
 
 
 def test_only_tracked_files_are_listed(sample_repo) -> None:  # type: ignore[no-untyped-def]

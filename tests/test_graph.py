@@ -11,7 +11,7 @@ import pytest
 
 from indexer import Index, build_index
 from indexer.errors import IndexerError
-from indexer.graph import CodeGraph, extract_file
+from indexer.index.graph import CodeGraph, extract_file
 
 from .conftest import MakeRepo, run_cli
 
@@ -286,7 +286,7 @@ def test_related_cli_json(poly_repo: Path) -> None:
 
 
 def test_graph_signals_in_ranking_are_switchable(poly_repo: Path, tmp_path: Path) -> None:
-    from indexer.fusion import FusionConfig
+    from indexer.search.fusion import FusionConfig
 
     plain = Index.open(poly_repo)
     off = [r.id for r in plain.search("apply discount to the cart total", k=10, log=False)]
@@ -332,7 +332,7 @@ def test_graph_signals_in_ranking_are_switchable(poly_repo: Path, tmp_path: Path
 def test_write_graph_reuses_unchanged_files_from_a_base_snapshot(
     poly_repo: Path, tmp_path: Path
 ) -> None:
-    from indexer.graph import write_graph
+    from indexer.index.graph import write_graph
 
     index = Index.open(poly_repo)
     chunks = [index.chunk_at(i) for i in range(len(index))]
@@ -357,7 +357,7 @@ def test_write_graph_reuses_unchanged_files_from_a_base_snapshot(
 
 
 def test_incremental_update_replaces_only_the_changed_files_graph(poly_repo: Path) -> None:
-    from indexer.build import update_index
+    from indexer.index.build import update_index
 
     from .conftest import commit_all, write_files
 

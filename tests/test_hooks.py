@@ -14,7 +14,7 @@ import pygit2
 import pytest
 
 from indexer.api import Index
-from indexer.store import current_snapshot
+from indexer.index.store import current_snapshot
 
 from .conftest import PYTHON_BILLING, run_cli, write_files
 

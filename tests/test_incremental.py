@@ -10,8 +10,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from indexer import Index
-from indexer.build import build_index, update_index
-from indexer.store import current_snapshot
+from indexer.index.build import build_index, update_index
+from indexer.index.store import current_snapshot
 
 from .conftest import JS_CART, PYTHON_BILLING, PYTHON_NET, commit_all, write_files
 

@@ -13,12 +13,13 @@ import numpy as np
 import pygit2
 import pytest
 
-from indexer import Index, integrity
-from indexer.build import update_index
+from indexer import Index
 from indexer.errors import IndexerError
-from indexer.integrity import chunk_sums
-from indexer.share import publish
-from indexer.store import current_snapshot
+from indexer.fresh.share import publish
+from indexer.index import integrity
+from indexer.index.build import update_index
+from indexer.index.integrity import chunk_sums
+from indexer.index.store import current_snapshot
 
 from .conftest import SAMPLE_FILES, MakeRepo, commit_all, run_cli, write_files
 from .test_errors import assert_clean_error

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from indexer import Index, build_index
-from indexer.chunker import chunk_file
-from indexer.languages import (
+from indexer.source.chunker import chunk_file
+from indexer.source.languages import (
     GRAMMAR_LANGUAGES,
     PLAIN_TEXT,
     SPECS,
@@ -19,7 +19,7 @@ from indexer.languages import (
     grammar_of,
     pack_grammars,
 )
-from indexer.treenodes import parser
+from indexer.source.treenodes import parser
 
 from .conftest import MakeRepo, run_cli
 

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from indexer.errors import IndexerError
-from indexer.fusion import FusionConfig, confidence, recency_score, rrf
-from indexer.lexical import K1, B, LexicalIndex, top_rows
+from indexer.index.lexical import K1, B, LexicalIndex, top_rows
+from indexer.search.fusion import FusionConfig, confidence, recency_score, rrf
 
 
 def test_bm25_matches_hand_computation() -> None:
@@ -85,7 +85,7 @@ def test_fusion_config_rejects_bad_values() -> None:
 
 
 def test_shipped_fusion_json_is_valid() -> None:
-    from indexer.fusion import default_fusion_path
+    from indexer.search.fusion import default_fusion_path
 
     assert default_fusion_path().exists()
     FusionConfig.load(default_fusion_path())

@@ -1,4 +1,4 @@
-"""Jupyter notebooks indexed as cells (indexer/notebook.py): real notebook files, real builds."""
+"""Jupyter notebooks indexed as cells (indexer/source/notebook.py): real notebooks, real builds."""
 
 from __future__ import annotations
 
@@ -8,13 +8,13 @@ from pathlib import Path
 import pytest
 
 from indexer import Index, build_index
-from indexer.budget import count_tokens
-from indexer.build import update_index
-from indexer.chunker import chunk_file, chunk_records
-from indexer.languages import is_code
-from indexer.mcp_server import Service
-from indexer.notebook import fallback_reason, sources_text
-from indexer.savings import flush, report
+from indexer.index.build import update_index
+from indexer.search.budget import count_tokens
+from indexer.search.savings import flush, report
+from indexer.serve.mcp_server import Service
+from indexer.source.chunker import chunk_file, chunk_records
+from indexer.source.languages import is_code
+from indexer.source.notebook import fallback_reason, sources_text
 
 from .conftest import commit_all, run_cli, write_files
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from indexer.fusion import FusionConfig
-from indexer.vectors import StaticVectors
+from indexer.index.vectors import StaticVectors
+from indexer.search.fusion import FusionConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ("distill_static_vectors", "tune_fusion")
@@ -42,7 +42,7 @@ def test_notebook_is_committed_without_outputs_and_has_parameters(name: str) -> 
 
 def test_runtime_does_not_import_torch() -> None:
     code = (
-        "import sys, indexer.api, indexer.evaluate, indexer.tuning, indexer.cli\n"
+        "import sys, indexer.api, indexer.eval.evaluate, indexer.eval.tuning, indexer.serve.cli\n"
         "assert 'torch' not in sys.modules and 'sentence_transformers' not in sys.modules"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from indexer import Index, build_index
-from indexer.pathclass import FLAG_TEST, content_flags
-from indexer.query import parse_query, salient_text
+from indexer.search.query import parse_query, salient_text
+from indexer.source.pathclass import FLAG_TEST, content_flags
 
 from .conftest import MakeRepo
 

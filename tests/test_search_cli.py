@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from indexer import Index, build_index
-from indexer.compress import compress, query_terms
 from indexer.errors import IndexerError
-from indexer.line_scoring import query_weights
-from indexer.tokens import stem
+from indexer.index.tokens import stem
+from indexer.search.compress import compress, query_terms
+from indexer.search.line_scoring import query_weights
 
 from .conftest import SAMPLE_FILES, MakeRepo, run_cli, write_files
 from .test_hooks import git
@@ -158,7 +158,7 @@ def test_index_is_a_context_manager_and_status_matches_the_cli(repo: Path) -> No
 
 
 def test_dispatch_in_process(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from indexer.cli import main
+    from indexer.serve.cli import main
 
     args = ["--repo", str(repo), "--no-log"]
     assert main(["search", "retry_with_backoff", *args, "--jsonl", "-k", "2"]) == 0

@@ -14,10 +14,10 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 from indexer import Index, build_index
-from indexer.build import update_index
-from indexer.gitsource import path_skip_reason
-from indexer.savings import LOG_NAME, flush
-from indexer.secrets import is_secret_path, redact
+from indexer.index.build import update_index
+from indexer.search.savings import LOG_NAME, flush
+from indexer.source.gitsource import path_skip_reason
+from indexer.source.secrets import is_secret_path, redact
 
 from .conftest import MakeRepo, commit_all, run_cli, write_files
 from .secret_fixtures import (

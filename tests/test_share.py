@@ -9,7 +9,7 @@ import pytest
 
 from indexer import Index
 from indexer.errors import IndexerError
-from indexer.share import publish, pull
+from indexer.fresh.share import publish, pull
 
 from .conftest import commit_all, run_cli, write_files
 from .test_hooks import GIT_ENV, git

@@ -1,4 +1,4 @@
-from indexer.tokens import code_terms, lexical_terms, path_terms, split_identifier, stem
+from indexer.index.tokens import code_terms, lexical_terms, path_terms, split_identifier, stem
 
 
 def test_split_identifier_handles_every_case_style() -> None:

@@ -8,8 +8,8 @@ from pathlib import Path
 import pygit2
 import pytest
 
-from indexer.overlay import WorktreeOverlay, blob_id
-from indexer.worktree import scan_worktree, worktree_root
+from indexer.index.overlay import WorktreeOverlay, blob_id
+from indexer.source.worktree import scan_worktree, worktree_root
 
 from .conftest import PYTHON_BILLING, PYTHON_NET, MakeRepo, commit_all
 

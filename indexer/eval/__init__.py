@@ -1,0 +1,1 @@
+"""Evaluation on dev sets and fusion tuning."""

@@ -1,0 +1,1 @@
+"""Staying fresh: git hooks, background updates, publish and pull on git refs."""

@@ -1,0 +1,122 @@
+"""Static word vectors: a token -> vector table, and text embedding as a weighted mean.
+
+The table is distilled offline from a sentence-transformer (see scripts/distill_static_vectors.py
+and notebooks/). It is stored as a JSON vocabulary, an int8 matrix with one float scale per row,
+and one frequency weight per row (SIF-style: frequent tokens weigh less). Embedding is pure numpy.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import IndexerError
+from .tokens import code_terms
+
+TABLE_FILES = ("vocab.json", "vectors.npy", "scales.npy", "weights.npy", "card.json")
+
+
+def default_table_dir() -> Path:
+    """`artifacts/static_vectors` of the source checkout (or the copy packaged beside the code)."""
+    override = os.environ.get("INDEXER_VECTORS")  # a table of your own (e.g. from notebooks/)
+    if override:
+        return Path(override)
+    here = Path(__file__).resolve().parents[1]  # the indexer package
+    for candidate in (
+        here.parent / "artifacts" / "static_vectors",
+        here / "data" / "static_vectors",
+    ):
+        if (candidate / "vocab.json").exists():
+            return candidate
+    return here.parent / "artifacts" / "static_vectors"
+
+
+@dataclass
+class StaticVectors:
+    vocab: dict[str, int]
+    vectors: np.ndarray  # int8 (V, D)
+    scales: np.ndarray  # float32 (V,)
+    weights: np.ndarray  # float32 (V,)
+    card: dict[str, object]
+
+    @property
+    def dim(self) -> int:
+        return int(self.vectors.shape[1])
+
+    @classmethod
+    def load(cls, directory: Path | None = None) -> StaticVectors:
+        directory = directory or default_table_dir()
+        try:
+            terms = json.loads((directory / "vocab.json").read_text(encoding="utf-8"))
+            vectors = np.load(directory / "vectors.npy", allow_pickle=False, mmap_mode="r")
+            scales = np.load(directory / "scales.npy", allow_pickle=False)
+            weights = np.load(directory / "weights.npy", allow_pickle=False)
+            card = json.loads((directory / "card.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise IndexerError(
+                f"static vector table missing or unreadable in {directory}: {exc}"
+            ) from exc
+        if (
+            vectors.dtype != np.int8
+            or vectors.shape[0] != len(terms)
+            or scales.shape[0] != len(terms)
+        ):
+            raise IndexerError(f"static vector table in {directory} is inconsistent; regenerate it")
+        return cls({t: i for i, t in enumerate(terms)}, vectors, scales, weights, card)
+
+    def save(self, directory: Path) -> None:
+        directory.mkdir(parents=True, exist_ok=True)
+        terms = sorted(self.vocab, key=self.vocab.__getitem__)
+        (directory / "vocab.json").write_text(json.dumps(terms), encoding="utf-8")
+        np.save(directory / "vectors.npy", self.vectors)
+        np.save(directory / "scales.npy", self.scales.astype(np.float32))
+        np.save(directory / "weights.npy", self.weights.astype(np.float32))
+        (directory / "card.json").write_text(json.dumps(self.card, indent=2), encoding="utf-8")
+
+    def quantizer_ranges(self) -> np.ndarray:
+        """Per dimension, the largest |component| of any unit-length table row: the code range
+        of the dense index (a chunk vector is a normalised mean of rows, so it rarely exceeds
+        it; the rare excess is clipped). A function of the table alone, never of a corpus."""
+        rows = self.vectors.astype(np.float32)
+        rows /= np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1e-12)
+        return np.asarray(np.abs(rows).max(axis=0), dtype=np.float32)
+
+    def term_weights(self, terms: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        counts = Counter(t for t in terms if t in self.vocab)
+        ids = np.fromiter((self.vocab[t] for t in counts), dtype=np.int64, count=len(counts))
+        tf = np.fromiter(
+            (1.0 + math.log(c) for c in counts.values()), dtype=np.float32, count=len(counts)
+        )
+        return ids, tf * self.weights[ids] * self.scales[ids]
+
+    def embed_terms(self, terms: Sequence[str]) -> np.ndarray:
+        ids, w = self.term_weights(terms)
+        out = np.zeros(self.dim, dtype=np.float32)
+        if len(ids):
+            out = (self.vectors[ids].astype(np.float32) * w[:, None]).sum(axis=0)
+            norm = float(np.linalg.norm(out))
+            if norm > 0:
+                out /= norm
+        return out
+
+    def embed(self, text: str) -> np.ndarray:
+        return self.embed_terms(code_terms(text))
+
+    def embed_many(self, term_lists: Sequence[Sequence[str]]) -> np.ndarray:
+        """Embeddings of many documents, one row at a time: the same arithmetic for a document
+        whether it is embedded in a full build or alone in an incremental update."""
+        out = np.zeros((len(term_lists), self.dim), dtype=np.float32)
+        for row, terms in enumerate(term_lists):
+            ids, w = self.term_weights(terms)
+            if len(ids):
+                out[row] = w @ self.vectors[ids].astype(np.float32)
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        np.divide(out, norms, out=out, where=norms > 0)
+        return out

@@ -1,0 +1,1 @@
+"""The read side: query reading, fusion, reranking, filters, compression, token budgets."""

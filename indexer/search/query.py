@@ -1,0 +1,154 @@
+"""Query analysis: what a query asks for, read the way a developer reads it.
+
+A short query is a symbol or a question. An issue-sized one is a report: its paths, dotted names,
+`Class.method`, stack-trace frames, code blocks and error lines are the evidence a developer
+follows, the prose around them much less. `parse_query` separates the two so that BM25 weighs
+salient terms higher, the definition boost and the path match see only names the report
+actually writes as code, and the test/doc demotion is switched off only by the report's title.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from ..index.tokens import STOPWORDS, code_terms, identifiers, lexical_terms, stem
+
+LONG_QUERY_WORDS = 40  # the same threshold the fusion settings use by default
+
+
+@dataclass(frozen=True)
+class Query:
+    text: str
+    lexical: list[str]
+    dense: list[str]
+    identifiers: set[str]  # lowercased identifier-like words
+    terms: set[str]  # unstemmed code terms
+    symbol_like: bool
+    words: int
+    # Issue-sized queries: the stemmed BM25 terms and the unstemmed terms of code-like evidence
+    # (paths, dotted names, frames, code), and the title's terms.
+    salient_lexical: frozenset[str] = frozenset()
+    salient: set[str] = field(default_factory=set)
+    salient_dense: list[str] = field(default_factory=list)  # the title and the evidence
+    title_terms: set[str] = field(default_factory=set)
+    paths: tuple[str, ...] = ()
+
+    def kind(self, long_words: int) -> str:
+        if self.symbol_like:
+            return "symbol"
+        return "long" if self.words >= long_words else "natural"
+
+    @property
+    def issue_sized(self) -> bool:
+        return not self.symbol_like and self.words >= LONG_QUERY_WORDS
+
+    def term_weights(self, salient: float, prose: float) -> dict[str, float]:
+        """BM25 weight per query term: code-like evidence `salient`, the rest `prose` (issue-sized
+        queries only; others weigh every term 1)."""
+        if not self.salient_lexical:
+            return {}
+        return {t: salient if t in self.salient_lexical else prose for t in set(self.lexical)}
+
+    @property
+    def ask_terms(self) -> set[str]:
+        """Words that may switch the demotion of tests/docs off: a long report's title only."""
+        return self.title_terms if self.issue_sized else self.terms
+
+    @property
+    def match_terms(self) -> set[str]:
+        """Terms the path match reads: a long report's title and code-like evidence, else every
+        term."""
+        if self.issue_sized and self.salient:
+            return self.salient | self.title_terms
+        return self.terms
+
+
+_IDENT_SHAPE = re.compile(r"[a-z][A-Z]|_|\.|::|\(\)|^[A-Z][a-z]+[A-Z]")
+_CODE_SPAN = re.compile(r"```.*?```|`[^`\n]+`", re.DOTALL)
+# `File "pkg/mod.py", line 12, in func` (Python), `at pkg.Cls.method(File.java:12)` (JVM),
+# `    at fn (pkg/file.js:12:3)` (JS).
+_FRAME = re.compile(r'File "([^"]+)", line \d+, in (\S+)|\bat ([\w$.<>]+)\s*\(([^)\s]*)\)')
+_PATH = re.compile(
+    r"(?<![\w/.-])/?(?:[\w.-]+/)+[\w.-]+\.[A-Za-z]{1,5}\b|\b[\w-]+\.(?:py|pyi|js|ts|"
+    r"tsx|jsx|go|rs|java|c|h|cc|cpp|hpp|cs|rb|php|kt|swift|scala|ex|exs|hs|ml)\b"
+)
+_DOTTED = re.compile(r"\b[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+(?:\(\))?")
+_ERROR_LINE = re.compile(r"^\s*(?:\w+\.)*\w*(?:Error|Exception|Warning|Exit)\b.*$", re.MULTILINE)
+_INDENTED = re.compile(r"^(?: {4,}|\t|>>> |\.\.\. |\$ ).*\S.*$", re.MULTILINE)
+_NOT_DOTTED = frozenset({"e.g", "i.e", "etc", "vs", "a.k.a"})
+
+
+def salient_text(text: str) -> str:
+    """The code-like parts of a report: frames, paths, dotted names, code, error lines."""
+    parts: list[str] = []
+    for match in _FRAME.finditer(text):
+        parts.extend(g for g in match.groups() if g)
+    parts.extend(_PATH.findall(text))
+    parts.extend(d for d in _DOTTED.findall(text) if d.lower() not in _NOT_DOTTED)
+    parts.extend(_CODE_SPAN.findall(text))
+    parts.extend(_ERROR_LINE.findall(text))
+    parts.extend(_INDENTED.findall(text))
+    parts.extend(w for w in text.split() if _IDENT_SHAPE.search(w) and not w.startswith("http"))
+    return "\n".join(parts)
+
+
+def _title(text: str) -> str:
+    first = text.strip().split("\n", 1)[0]
+    return first[:300]
+
+
+ACRONYM_MAX_WORDS = 12
+
+
+def _acronyms(words: list[str]) -> set[str]:
+    """A short question that spells out an acronym names it: `reciprocal rank fusion` names
+    `rrf`. Initials of 3-4 consecutive content words; none for long texts (chance matches)."""
+    content = [w for w in words if w[:1].isalpha() and w.lower() not in STOPWORDS]
+    if len(content) > ACRONYM_MAX_WORDS:
+        return set()
+    initials = "".join(w[0].lower() for w in content)
+    return {initials[i : i + n] for n in (3, 4) for i in range(len(initials) - n + 1)}
+
+
+def parse_query(text: str) -> Query:
+    words = text.split()
+    shaped = [w for w in words if _IDENT_SHAPE.search(w)]
+    symbol_like = (len(words) <= 3 and bool(shaped)) or len(words) == 1
+    lexical = lexical_terms(text)
+    strong: frozenset[str] = frozenset()
+    salient_dense: list[str] = []
+    salient: set[str] = set()
+    title_terms: set[str] = set()
+    paths: tuple[str, ...] = ()
+    if symbol_like:
+        idents = identifiers(text)
+    else:
+        # In prose, a plain word ("rank", "result") naming a symbol is weak evidence: only
+        # identifier-shaped words and code spans name symbols.
+        code = " ".join(shaped) + " " + " ".join(_CODE_SPAN.findall(text))
+        idents = identifiers(code)
+        if len(words) >= LONG_QUERY_WORDS:
+            evidence = salient_text(text)
+            salient = set(code_terms(evidence))
+            # The title says what is wrong in the reporter's words: it weighs like code.
+            title = code_terms(_title(text))
+            strong = frozenset(stem(t) for t in (*salient, *title))
+            title_terms = set(title)
+            salient_dense = code_terms(_title(text) + "\n" + evidence)
+            paths = tuple(dict.fromkeys(_PATH.findall(text)))
+    lowered = {w.lower() for w in idents} | _acronyms(words)
+    return Query(
+        text=text,
+        lexical=lexical,
+        dense=code_terms(text),
+        identifiers=lowered,
+        terms=set(code_terms(text)),
+        symbol_like=symbol_like,
+        words=len(words),
+        salient_lexical=strong,
+        salient_dense=salient_dense,
+        salient=salient,
+        title_terms=title_terms,
+        paths=paths,
+    )

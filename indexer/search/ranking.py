@@ -1,0 +1,144 @@
+"""Ranking: candidates from BM25, the dense index and exact definitions, fused (RRF),
+reranked (indexer/search/rerank.py), scored with confidence and cut adaptively."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..index.lexical import top_rows
+from .fusion import confidence, recency_score, rrf
+from .rerank import file_evidence, rerank, saturate
+
+if TYPE_CHECKING:
+    from ..api import Index
+    from .query import Query
+
+
+def rank(
+    index: Index,
+    q: Query,
+    k: int,
+    cut: bool = True,
+    retrievers: tuple[str, ...] = ("bm25", "dense"),
+    allowed: np.ndarray | None = None,
+) -> list[tuple[int, dict[str, float]]]:
+    """BM25, dense and exact-definition candidates fused by RRF, reranked, scored with
+    confidence and cut adaptively; `allowed` (a row mask) applies search filters."""
+    cfg = index.fusion
+    if len(index) == 0:
+        return []  # an empty index (nothing indexable): FAISS cannot search for 0 results
+    n_cand = min(int(cfg["candidates"]), len(index))
+    weights = cfg["retriever_weights"][q.kind(int(cfg["long_query_words"]))]
+
+    boosts = q.term_weights(float(cfg["query"]["salient"]), float(cfg["query"]["prose"]))
+    bm25, coverage = index.lexical.score(q.lexical, boosts)
+    top_bm25 = top_rows(bm25 if allowed is None else np.where(allowed, bm25, 0), n_cand)
+
+    single = len(retrievers) == 1  # a retriever alone (ablations) keeps its full weight
+    w_bm25 = 1.0 if single else float(weights["bm25"])
+    w_dense = 1.0 if single else float(weights["dense"])
+    dense_terms = q.dense
+    if cfg["query"]["dense_salient"] and q.salient_dense:
+        dense_terms = q.salient_dense  # a report's blur of prose hides its subject
+    qvec = index.vectors.embed_terms(dense_terms)
+    top_dense = np.zeros(0, dtype=np.int64)
+    dense_sims = np.zeros(0, dtype=np.float32)
+    # A dense list with no weight changes no rank: skip the scan (confidence still gets
+    # every candidate's cosine below).
+    if qvec.any() and "dense" in retrievers and w_dense > 0:
+        sims, fids = index.dense.search(qvec, n_cand)
+        valid = fids >= 0
+        top_dense = index._rows_of_fids(fids[valid])
+        dense_sims = sims[valid]
+        if allowed is not None:  # filters: only the allowed part of the dense top-N
+            top_dense, dense_sims = (
+                top_dense[allowed[top_dense]],
+                dense_sims[allowed[top_dense]],
+            )
+
+    # Names BM25 cannot see (`g`, one letter) and exact definitions of a symbol query.
+    exact = index.defining_rows(q.identifiers)[:n_cand] if q.symbol_like else top_bm25[:0]
+    lists: list[tuple[np.ndarray, float]] = []
+    if "bm25" in retrievers:
+        lists.append((top_bm25, w_bm25))
+        if len(exact):
+            lists.append((exact, 1.0))
+    if "dense" in retrievers:
+        lists.append((top_dense, w_dense))
+    rows, scores = rrf(lists, float(cfg["rrf_k"]))
+    if not len(rows):
+        return []
+    similarity = candidate_similarities(index, rows, top_dense, dense_sims, qvec)
+
+    scores = file_evidence(index, rows, rerank(index, q, rows, scores))
+    order = np.argsort(-scores, kind="stable")
+    rows, scores, similarity = rows[order], scores[order], similarity[order]
+    rows, scores, similarity = saturate(index, rows, scores, similarity)
+    graph_cfg = cfg["graph"]
+    if graph_cfg["expand"] or graph_cfg["ppr"] or graph_cfg["file_boost"]:
+        from ..index.graph import graph_rerank  # only when enabled: searches never load the graph
+
+        rows, scores, similarity = graph_rerank(index, rows, scores, similarity, graph_cfg)
+    if allowed is not None:  # filters hold for every candidate source (exact names, graph)
+        keep = allowed[rows]
+        rows, scores, similarity = rows[keep], scores[keep], similarity[keep]
+        if not len(rows):
+            return []
+
+    keyword = coverage[rows]
+    recency = recency_score(
+        index._file_times[index._chunk_file[rows]],
+        int(index.manifest["commit_time"]),
+        float(cfg["recency_half_life_days"]),
+    )
+    conf = confidence(similarity, keyword, recency, cfg)
+
+    rule = cfg["threshold"]
+    if cut:
+        if (
+            float(similarity.max(initial=0)) < rule["min_similarity"]
+            and len(top_bm25) + len(exact) == 0
+        ):
+            return []
+        keep = conf >= rule["relative"] * float(conf[: max(k, 1)].max(initial=0))
+        keep[: int(rule["min_results"])] = True
+        rows, scores, similarity = rows[keep], scores[keep], similarity[keep]
+        keyword, recency, conf = keyword[keep], recency[keep], conf[keep]
+    out = []
+    for i in range(min(k, len(rows))):
+        out.append(
+            (
+                int(rows[i]),
+                {
+                    "score": float(scores[i]),
+                    "confidence": float(conf[i]),
+                    "similarity": float(similarity[i]),
+                    "keyword": float(keyword[i]),
+                    "recency": float(recency[i]),
+                },
+            )
+        )
+    return out
+
+
+def candidate_similarities(
+    index: Index, rows: np.ndarray, top_dense: np.ndarray, dense_sims: np.ndarray, qvec: np.ndarray
+) -> np.ndarray:
+    """Cosine of every candidate: from the dense list where it has the row, else from the
+    stored vector."""
+    similarity = np.zeros(len(rows), dtype=np.float32)
+    if not qvec.any():
+        return similarity
+    known = np.zeros(len(rows), dtype=bool)
+    if len(top_dense):
+        order = np.argsort(top_dense)
+        pos = np.clip(np.searchsorted(top_dense, rows, sorter=order), 0, len(order) - 1)
+        known = top_dense[order[pos]] == rows
+        similarity[known] = dense_sims[order[pos[known]]]
+    missing = rows[~known]
+    if len(missing):
+        vecs = index.dense.reconstruct(index._fids[missing])
+        similarity[~known] = vecs @ qvec
+    return similarity

@@ -1,0 +1,215 @@
+"""Code-aware reranking of fused candidates: definitions, paths, coherence, demotion, saturation."""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..index.tokens import path_terms, split_identifier
+from ..source.pathclass import (
+    FLAG_DATA,
+    FLAG_DOCS,
+    FLAG_EXAMPLE,
+    FLAG_GENERATED,
+    FLAG_TEST,
+    FLAG_VENDORED,
+)
+from .query import Query
+
+if TYPE_CHECKING:
+    from ..api import Index
+
+# Data and configuration files (indexer/source/datafiles.py) are asked for by these words or
+# by name.
+_DATA_WORDS = (
+    "config configuration configure configured settings setting yaml yml json toml ini cfg csv "
+    "tsv ci workflow workflows pipeline github tox docker dataset data fixture fixtures "
+    "parameters params manifest dependencies dependency"
+)
+_ASKS_FOR = {
+    FLAG_TEST: {
+        "test",
+        "tests",
+        "testing",
+        "pytest",
+        "unittest",
+        "spec",
+        "fixture",
+        "fixtures",
+        "mock",
+    },
+    FLAG_EXAMPLE: {"example", "examples", "demo", "sample", "tutorial", "benchmark", "bench"},
+    FLAG_DOCS: {"doc", "docs", "documentation", "readme", "guide", "changelog", "rst", "markdown"},
+    FLAG_VENDORED: {"compat", "compatibility", "vendor", "vendored", "legacy", "deprecated"},
+    FLAG_GENERATED: {"dist", "build", "generated", "bundle"},
+    FLAG_DATA: set(_DATA_WORDS.split()),
+}
+
+
+PROSE_KINDS = frozenset({"text", "section"})
+
+
+def asked_flags(terms: set[str]) -> int:
+    """Path classes the query asks for by name (their demotion is then switched off)."""
+    asked = 0
+    for flag, words in _ASKS_FOR.items():
+        if terms & words:
+            asked |= flag
+    return asked
+
+
+def names_path(path: str, named: tuple[str, ...]) -> bool:
+    """Whether a report names this file: a written path ends with the file's last two parts
+    (or is its exact name when the name is distinctive, not `__init__.py`)."""
+    parts = path.split("/")
+    tail = "/".join(parts[-2:])
+    for written in named:
+        written = written.lstrip("./")
+        if written in (path, tail) or written.endswith("/" + tail):
+            return True
+        if "/" not in written and written == parts[-1] and not written.startswith("__"):
+            return True
+    return False
+
+
+def named_exactly(path: str, names: set[str]) -> bool:
+    """`SqlMapper.cs` is named exactly `sqlmapper`; `SqlMapper.Async.cs` is not (partial
+    classes, helpers split by concern)."""
+    return path.rsplit("/", 1)[-1].rsplit(".", 1)[0].lower() in names
+
+
+def file_evidence(index: Index, rows: np.ndarray, scores: np.ndarray) -> np.ndarray:
+    """A file's other good chunks add to its best one: each chunk is multiplied by
+    1 + share * min(cap, sum of its file's next `depth` chunk scores / the file's best)."""
+    w = index.fusion["rerank"]
+    share = float(w["file_evidence"])
+    if share <= 0 or len(rows) == 0:
+        return scores
+    files = index._chunk_file[rows].tolist()
+    best: dict[int, float] = {}
+    others: dict[int, list[float]] = {}
+    for i in np.argsort(-scores, kind="stable").tolist():
+        f = files[i]
+        if f not in best:
+            best[f] = float(scores[i])
+        elif len(others.setdefault(f, [])) < _EVIDENCE_DEPTH:
+            others[f].append(float(scores[i]))
+    mult = {
+        f: 1.0 + share * min(_EVIDENCE_CAP, sum(others.get(f, ())) / b) if b > 0 else 1.0
+        for f, b in best.items()
+    }
+    return scores * np.fromiter((mult[f] for f in files), dtype=np.float64, count=len(files))
+
+
+_EVIDENCE_DEPTH = 3
+_EVIDENCE_CAP = 1.5
+
+
+def data_demotion(index: Index, q: Query, files: np.ndarray, flags: np.ndarray) -> np.ndarray:
+    """Data and configuration files rank below code for a question about behaviour; a query
+    that names the file (`fusion.json`, `ci.yml`) keeps it where it is."""
+    out = np.ones(len(files), dtype=np.float64)
+    text = q.text.lower()
+    for i in np.nonzero(flags & FLAG_DATA)[0].tolist():
+        name = index.files[int(files[i])]["path"].rsplit("/", 1)[-1].lower()
+        if name not in text:
+            out[i] = index.fusion["rerank"]["demote_data"]
+    return out
+
+
+def rerank(index: Index, q: Query, rows: np.ndarray, scores: np.ndarray) -> np.ndarray:
+    """Code-aware multipliers: definitions named by the query, path matches, file coherence,
+    and demotion of tests/examples/docs/vendored/generated code unless the query asks."""
+    w = index.fusion["rerank"]
+    symbols = index._columns["symbols"]
+    kinds = index._columns["kinds"]
+    defines = index._columns["defines"]
+    files = index._chunk_file[rows]
+    flags = index._chunk_flags[rows]
+    asked = asked_flags(q.ask_terms - index.project_terms)
+    out = scores.copy()
+    # File coherence: how many candidates share the file (top of the fused list only).
+    top = np.argsort(-scores)[:50]
+    file_counts: dict[int, int] = {}
+    for f in files[top].tolist():
+        file_counts[f] = file_counts.get(f, 0) + 1
+    # Per-file factors once per file, not once per candidate.
+    factor: dict[int, float] = {}
+    for f in set(files.tolist()):
+        mult = 1.0
+        if w["path"]:
+            mult *= 1.0 + w["path"] * path_match(index, f, q)
+            if q.paths and names_path(index.files[f]["path"], q.paths):
+                mult *= 1.0 + w["path"]
+            if q.symbol_like and named_exactly(index.files[f]["path"], q.identifiers):
+                mult *= 1.0 + 0.5 * w["path"]
+        if w["coherence"]:
+            mult *= 1.0 + w["coherence"] * math.log1p(max(0, file_counts.get(f, 1) - 1))
+        factor[f] = mult
+    bad_rows = (flags & ~np.uint8((asked | FLAG_DATA) & 0xFF)) != 0
+    out *= np.fromiter((factor[f] for f in files.tolist()), dtype=np.float64, count=len(rows))
+    out[bad_rows] *= w["demote"]
+    if not asked & FLAG_DATA:
+        out *= data_demotion(index, q, files, flags)
+    if q.issue_sized and not asked & FLAG_DOCS and w["prose"] < 1.0:
+        # A bug report is fixed in code: changelogs, docs pages and config rank below it.
+        prose = np.fromiter((kinds[r] in PROSE_KINDS for r in rows.tolist()), dtype=bool)
+        out[prose] *= w["prose"]
+    if not w["definition"] or not (q.identifiers or q.symbol_like):
+        return out
+    for i, row in enumerate(rows.tolist()):
+        mult = 1.0
+        symbol = symbols[row].lower()
+        if kinds[row] in ("module", "cell") and defines[row]:
+            if any(name.lower() in q.identifiers for name in defines[row].split()):
+                mult *= 1.0 + w["definition"]
+        elif kinds[row] in ("function", "method", "class") and symbol:
+            if symbol in q.identifiers:
+                mult *= 1.0 + w["definition"]
+            elif len(symbol) > 3 and q.symbol_like:
+                parts = split_identifier(symbols[row])
+                if parts and all(p in q.terms for p in parts):
+                    mult *= 1.0 + 0.5 * w["definition"]
+        if mult != 1.0:
+            out[i] *= mult
+    return out
+
+
+def path_match(index: Index, file: int, q: Query) -> float:
+    """How well the query's terms name the file: its stem fully, its directories half."""
+    cache = index.path_term_cache
+    cached = cache[file]
+    if cached is None:
+        parts = index.files[file]["path"].rsplit("/", 1)
+        cached = (
+            set(path_terms(parts[-1].rsplit(".", 1)[0])),
+            set(path_terms(parts[0])) if len(parts) == 2 else set(),
+        )
+        cache[file] = cached
+    stem_terms, dir_terms = cached
+    terms = q.match_terms
+    score = 0.0
+    if stem_terms:
+        score += len(stem_terms & terms) / len(stem_terms)
+    if dir_terms:
+        score += 0.5 * len(dir_terms & terms) / len(dir_terms)
+    return min(score, 1.5)
+
+
+def saturate(
+    index: Index, rows: np.ndarray, scores: np.ndarray, similarity: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The j-th chunk of a file in the ranking is multiplied by saturation**j."""
+    factor = float(index.fusion["rerank"]["saturation"])
+    if factor >= 1.0:
+        return rows, scores, similarity
+    seen: dict[int, int] = {}
+    adjusted = scores.copy()
+    for i, f in enumerate(index._chunk_file[rows].tolist()):
+        n = seen.get(f, 0)
+        adjusted[i] *= factor**n
+        seen[f] = n + 1
+    order = np.argsort(-adjusted, kind="stable")
+    return rows[order], adjusted[order], similarity[order]

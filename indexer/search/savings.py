@@ -1,0 +1,405 @@
+"""Savings log: what each search really sent versus reading the whole files it points to.
+
+Every search (CLI, API, MCP) appends one JSON line to `<index-dir>/savings.jsonl` (beside the
+snapshots, never inside one, mode 0600): the o200k_base token count of the text sent, its
+sha256 and length, and a (path hash, blob) pair per file the results came from: counts and
+hashes, never code. Tokens are counted off the search path (see `record`); `indexer savings`
+counts the baseline (whole files, read from git) and caches those counts. Lines written by
+version 1 (which held the text itself) are counted and rewritten without it on the next report.
+
+Two baselines, both in every report and labelled: the honest one, an agent without the index
+reads each distinct file a result came from once per session (a file is its path and its
+token count, so a changed file counts again; a notebook counts its cells' sources, not its JSON
+and outputs); and the upper bound, each such file read again
+for every query. Saved = baseline tokens - sent tokens, priced as input tokens (and as cached
+input tokens); output tokens are what the model writes and do not change. A session is one
+MCP server process, one `Index` object, or INDEXER_SESSION when set; CLI searches without it
+form a session while they come less than SESSION_GAP_S apart.
+
+Off with INDEXER_SAVINGS=0, `indexer savings --off` (a marker file in the index dir) or
+`log=False` / `--no-log` per search. A log that cannot be written never fails a search.
+"""
+
+from __future__ import annotations
+
+import atexit
+import base64
+import contextlib
+import functools
+import hashlib
+import json
+import os
+import queue
+import tempfile
+import threading
+import time
+import uuid
+import zlib
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import IndexerError
+from ..source.notebook import sources_text
+
+LOG_NAME = "savings.jsonl"
+CACHE_NAME = "savings_counts.json"
+OFF_MARKER = "savings.off"
+BASELINE = (
+    "whole files, every query (upper bound): every file a returned result came from, read in "
+    "full again for each query"
+)
+SESSION_BASELINE = (
+    "whole files, once per session (honest): each distinct file a returned result came from, "
+    "read in full once per session (what an agent without the index would send)"
+)
+SESSION_GAP_S = 30 * 60
+# USD per million tokens; defaults are Claude Sonnet 4 list prices (input, cache read, output).
+DEFAULT_PRICES = {"input": 3.0, "cached_input": 0.30, "output": 15.0}
+
+
+def index_dir_of(snapshot: Path) -> Path:
+    return snapshot.parent.parent  # <index-dir>/snapshots/<name>
+
+
+def enabled(index_dir: Path) -> bool:
+    if os.environ.get("INDEXER_SAVINGS", "1").strip().lower() in ("0", "off", "false", "no"):
+        return False
+    return not (index_dir / OFF_MARKER).exists()
+
+
+def set_enabled(index_dir: Path, on: bool) -> None:
+    marker = index_dir / OFF_MARKER
+    if on:
+        marker.unlink(missing_ok=True)
+    else:
+        marker.write_text("savings log disabled by `indexer savings --off`\n", encoding="utf-8")
+
+
+def new_session() -> str:
+    """A session id: INDEXER_SESSION when set (an agent harness can pass its own), else new."""
+    return os.environ.get("INDEXER_SESSION") or uuid.uuid4().hex[:16]
+
+
+def record(
+    index: Any, results: Iterable[Any], sent: str, source: str, session: str | None = None
+) -> bool:
+    """Append one search to the log; False when disabled or unwritable (never raises).
+    `session`: the caller's session id; None groups by INDEXER_SESSION or by time.
+
+    The line holds counts and hashes only, never the text sent: its o200k token count, its
+    sha256, and (path hash, blob id) per file. Counting needs the tokenizer (~0.4 s to load):
+    a CLI process hands it to a detached child so the command returns at once; long-lived
+    processes (API, MCP) count on a background thread."""
+    try:
+        directory = index_dir_of(index.snapshot)
+        if not enabled(directory):
+            return False
+        files: dict[str, str] = {}
+        blob_of = index.blob_of
+        for r in results:
+            path = r["path"] if isinstance(r, dict) else r.path
+            if path in blob_of:
+                files[path] = blob_of[path]
+        line = {
+            "v": 2,
+            "ts": round(time.time(), 3),
+            "source": source,
+            "session": session or os.environ.get("INDEXER_SESSION"),
+            "repo": index.manifest.get("repo_root", ""),
+            "commit": index.manifest.get("commit", ""),
+            "results": len(files),
+            "sent_sha256": hashlib.sha256(sent.encode("utf-8", "replace")).hexdigest(),
+            "sent_chars": len(sent),
+            "files": sorted((path_hash(p), blob) for p, blob in files.items()),
+        }
+        count_and_append(directory / LOG_NAME, line, sent, detach=source == "cli")
+        return True
+    except Exception:  # the log is a courtesy: a search never fails because of it
+        return False
+
+
+def path_hash(path: str) -> str:
+    """A file's identity in the log: stable across searches, not its name."""
+    return hashlib.sha256(path.encode("utf-8", "replace")).hexdigest()[:16]
+
+
+def append_line(log: Path, line: dict[str, Any]) -> None:
+    """One write (concurrent searches do not interleave lines) to a log only the user reads."""
+    data = (json.dumps(line, separators=(",", ":")) + "\n").encode("utf-8")
+    fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    try:
+        if os.fstat(fd).st_mode & 0o077:
+            os.fchmod(fd, 0o600)  # a log created by an older version was world-readable
+        os.write(fd, data)
+    finally:
+        os.close(fd)
+
+
+def _count(line: dict[str, Any], sent: str) -> dict[str, Any]:
+    from .budget import count_tokens
+
+    return {**line, "sent_tokens": count_tokens(sent)}
+
+
+def count_and_append(log: Path, line: dict[str, Any], sent: str, detach: bool) -> None:
+    from .budget import _tokenizer
+
+    if detach and hasattr(os, "fork") and not _tokenizer.cache_info().currsize:
+        _count_in_grandchild(log, line, sent)
+    else:
+        _background().put((log, line, sent))
+
+
+def _count_in_grandchild(log: Path, line: dict[str, Any], sent: str) -> None:
+    """Double fork: the grandchild is adopted by init, so the CLI neither waits nor leaves a
+    zombie; it closes the caller's pipes first so a reader sees EOF when the CLI exits."""
+    pid = os.fork()
+    if pid:
+        os.waitpid(pid, 0)
+        return
+    try:
+        if os.fork() == 0:
+            os.setsid()
+            null = os.open(os.devnull, os.O_RDWR)
+            for fd in (0, 1, 2):
+                os.dup2(null, fd)
+            append_line(log, _count(line, sent))
+    finally:
+        os._exit(0)
+
+
+class _Counter(threading.Thread):
+    """Counts and appends queued lines off the search path; drained at interpreter exit."""
+
+    def __init__(self) -> None:
+        super().__init__(name="indexer-savings", daemon=True)
+        self.queue: queue.Queue[tuple[Path, dict[str, Any], str]] = queue.Queue()
+
+    def put(self, item: tuple[Path, dict[str, Any], str]) -> None:
+        self.queue.put(item)
+
+    def run(self) -> None:
+        while True:
+            log, line, sent = self.queue.get()
+            with contextlib.suppress(Exception):
+                append_line(log, _count(line, sent))
+            self.queue.task_done()
+
+    def drain(self) -> None:
+        self.queue.join()
+
+
+@functools.cache
+def _background() -> _Counter:
+    counter = _Counter()
+    counter.start()
+    atexit.register(counter.drain)
+    return counter
+
+
+def flush() -> None:
+    """Wait until every queued search is in the log (tests, `indexer savings`)."""
+    if _background.cache_info().currsize:
+        _background().drain()
+
+
+@dataclass
+class SavingsReport:
+    queries: int
+    by_source: dict[str, int]
+    sent_tokens: int
+    baseline_tokens: int
+    prices: dict[str, float]
+    unavailable_files: int
+    log: str
+    enabled: bool
+    session_baseline_tokens: int = 0  # the honest baseline (SESSION_BASELINE)
+    sessions: int = 0
+
+    @property
+    def saved_tokens(self) -> int:
+        return self.baseline_tokens - self.sent_tokens
+
+    @property
+    def saved_tokens_session(self) -> int:
+        return self.session_baseline_tokens - self.sent_tokens
+
+    def to_dict(self) -> dict[str, Any]:
+        saved = self.saved_tokens
+        per_m = 1e-6
+        return {
+            "queries": self.queries,
+            "by_source": self.by_source,
+            "tokens_sent": self.sent_tokens,
+            "tokens_baseline": self.baseline_tokens,
+            "tokens_saved": saved,
+            "saved_percent": _percent(saved, self.baseline_tokens),
+            "baseline": BASELINE,
+            "sessions": self.sessions,
+            "tokens_baseline_session": self.session_baseline_tokens,
+            "tokens_saved_session": self.saved_tokens_session,
+            "saved_percent_session": _percent(
+                self.saved_tokens_session, self.session_baseline_tokens
+            ),
+            "baseline_session": SESSION_BASELINE,
+            "tokenizer": "o200k_base (bpe-openai)",
+            "prices_usd_per_million": self.prices,
+            "usd": {
+                "sent_as_input": round(self.sent_tokens * self.prices["input"] * per_m, 4),
+                "baseline_as_input": round(self.baseline_tokens * self.prices["input"] * per_m, 4),
+                "saved_as_input": round(saved * self.prices["input"] * per_m, 4),
+                "saved_as_cached_input": round(saved * self.prices["cached_input"] * per_m, 4),
+                "saved_session_as_input": round(
+                    self.saved_tokens_session * self.prices["input"] * per_m, 4
+                ),
+                "saved_on_output": 0.0,
+            },
+            "unavailable_files": self.unavailable_files,
+            "log": self.log,
+            "enabled": self.enabled,
+        }
+
+
+def _percent(part: int, whole: int) -> float:
+    return round(100.0 * part / whole, 2) if whole else 0.0
+
+
+def session_baseline(
+    searches: Iterable[tuple[str, float, list[tuple[str, int]]]],
+) -> tuple[int, int]:
+    """(tokens, sessions) of the honest baseline. `searches` are (session, time, files) in log
+    order, each file an identity (path or path hash) and its token count; an empty session
+    groups a source's searches that come less than SESSION_GAP_S apart."""
+    seen: dict[str, set[tuple[str, int]]] = {}
+    last_at: dict[str, tuple[str, float]] = {}  # source -> (its current session, last time)
+    tokens = 0
+    for session, ts, files in searches:
+        if session.startswith("~"):  # no session id: "~source"
+            current, last = last_at.get(session, ("", float("-inf")))
+            if ts - last >= SESSION_GAP_S:
+                current = f"{session}#{ts}"
+            last_at[session] = (current, ts)
+            session = current
+        files_seen = seen.setdefault(session, set())
+        for identity in files:
+            if identity not in files_seen:
+                files_seen.add(identity)
+                tokens += identity[1]
+    return tokens, len(seen)
+
+
+def report(index_dir: Path, prices: dict[str, float] | None = None) -> SavingsReport:
+    """Count the log with the real tokenizer (counts cached beside the log)."""
+    from .budget import count_tokens
+
+    merged = dict(DEFAULT_PRICES)
+    for key, value in (prices or {}).items():
+        if key not in merged:
+            raise IndexerError(f"unknown price {key!r}; use input, cached_input or output")
+        if value is None:
+            continue
+        if not isinstance(value, int | float) or value < 0 or value > 10_000:
+            raise IndexerError(f"price {key} must be a number of USD per million tokens >= 0")
+        merged[key] = float(value)
+    log = index_dir / LOG_NAME
+    cache_path = index_dir / CACHE_NAME
+    cache: dict[str, dict[str, int]] = {"blobs": {}}
+    try:
+        loaded = json.loads(cache_path.read_text(encoding="utf-8"))
+        if isinstance(loaded, dict):
+            cache["blobs"].update(loaded.get("blobs", {}))
+    except (OSError, ValueError):
+        pass
+    queries = sent = baseline = unavailable = 0
+    searches: list[tuple[str, float, list[tuple[str, int]]]] = []
+    by_source: dict[str, int] = {}
+    repos: dict[str, Any] = {}
+    flush()
+    raw_lines = _without_text(log)
+    for raw in raw_lines:
+        try:
+            entry = json.loads(raw)
+        except ValueError:
+            continue  # a torn line (a crash mid-write) is skipped
+        queries += 1
+        by_source[entry.get("source", "?")] = by_source.get(entry.get("source", "?"), 0) + 1
+        sent += int(entry.get("sent_tokens", 0))
+        files: list[tuple[str, int]] = []
+        for path, blob in entry.get("files", []):
+            if blob not in cache["blobs"]:
+                content = _blob_text(repos, entry.get("repo", ""), blob)
+                if content is None:
+                    unavailable += 1
+                    continue
+                cache["blobs"][blob] = count_tokens(content)
+            baseline += cache["blobs"][blob]
+            files.append((path, cache["blobs"][blob]))
+        session = entry.get("session") or "~" + str(entry.get("source", "?"))
+        searches.append((session, float(entry.get("ts", 0)), files))
+    if raw_lines:
+        with contextlib.suppress(OSError):  # an unwritable cache only costs a recount
+            cache_path.write_text(json.dumps(cache), encoding="utf-8")
+    session_tokens, sessions = session_baseline(searches)
+    return SavingsReport(
+        queries,
+        by_source,
+        sent,
+        baseline,
+        merged,
+        unavailable,
+        str(log),
+        enabled(index_dir),
+        session_baseline_tokens=session_tokens,
+        sessions=sessions,
+    )
+
+
+def _without_text(log: Path) -> list[bytes]:
+    """The log's lines; version-1 lines (which held the text sent) are counted and the log is
+    rewritten without any text, atomically and 0600."""
+    try:
+        raw_lines = log.read_bytes().splitlines(keepends=True)
+    except (FileNotFoundError, IsADirectoryError):
+        return []
+    if not any(b'"sent":' in raw for raw in raw_lines):
+        return raw_lines
+    from .budget import count_tokens
+
+    out = []
+    for raw in raw_lines:
+        try:
+            entry = json.loads(raw)
+        except ValueError:
+            continue
+        if isinstance(entry, dict) and "sent" in entry:
+            text = zlib.decompress(base64.b64decode(entry.pop("sent"))).decode("utf-8")
+            entry.update(
+                v=2,
+                sent_tokens=count_tokens(text),
+                sent_sha256=hashlib.sha256(text.encode("utf-8", "replace")).hexdigest(),
+                sent_chars=len(text),
+                files=[(path_hash(p), blob) for p, blob in entry.get("files", [])],
+            )
+        out.append((json.dumps(entry, separators=(",", ":")) + "\n").encode("utf-8"))
+    with contextlib.suppress(OSError):  # read-only: report from memory, rewrite next time
+        fd, tmp = tempfile.mkstemp(dir=log.parent, prefix=".savings-")
+        with os.fdopen(fd, "wb") as fh:  # mkstemp creates it 0600
+            fh.write(b"".join(out))
+        os.replace(tmp, log)
+    return out
+
+
+def _blob_text(repos: dict[str, Any], repo_path: str, blob: str) -> str | None:
+    try:
+        if repo_path not in repos:
+            import pygit2
+
+            repos[repo_path] = pygit2.Repository(repo_path)
+        data: bytes = repos[repo_path][blob].data
+        if data.lstrip()[:1] == b"{":  # a notebook read whole is at least its cells' sources,
+            return sources_text(data)  # not its JSON and base64 outputs (other JSON: as is)
+        return data.decode("utf-8", errors="replace")
+    except Exception:  # repository moved or object pruned: reported as unavailable
+        return None

@@ -1,0 +1,1 @@
+"""What users and agents talk to: the CLI, the serve daemon, the MCP server, agent configs."""

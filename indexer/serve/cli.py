@@ -1,0 +1,315 @@
+"""Command line: mirrors the Python API; every command has --json."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from .. import __version__
+from ..errors import IndexerError
+from ..terminal import clean
+from . import agent_cli, search_cli, serve_cli, share_cli
+from .output import emit_json as _emit_json
+from .serve_client import FORWARDED
+
+
+def cmd_build(args: argparse.Namespace) -> int:
+    from ..index.build import build_index
+
+    report = build_index(
+        args.repo,
+        args.rev,
+        index_dir=args.index_dir,
+        jobs=args.jobs,
+        progress=None if not args.json else False,
+    )
+    for warning in report.warnings:
+        print(f"WARNING: {warning}", file=sys.stderr)
+    if args.json:
+        _emit_json(report.to_dict())
+    else:
+        skipped = ", ".join(f"{k} {v}" for k, v in report.skipped.items()) or "none"
+        redacted = sum(report.redacted.values())
+        fallback = "".join(f", as text: {k} {v}" for k, v in report.fallback.items())
+        print(
+            f"indexed {report.commit[:12]}: {report.files} files, {report.chunks} chunks "
+            f"in {report.seconds:.1f}s ({report.bytes / 1e6:.1f} MB); skipped: {skipped}"
+            + fallback
+            + (f"; {redacted} secret values redacted" if redacted else "")
+        )
+    return 0
+
+
+def _index_dir(args: argparse.Namespace) -> Path:
+    from ..index.gitdir import index_dir_of
+
+    return index_dir_of(args.repo, args.index_dir)
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    from ..api import Index
+    from ..errors import NoIndexError
+    from ..fresh.freshness import last_failure
+
+    index_dir = _index_dir(args)
+    try:
+        index = Index.open(args.repo, index_dir=index_dir, watch=False)
+    except NoIndexError as exc:
+        failure = last_failure(index_dir)
+        if failure:
+            raise NoIndexError(f"{exc} (last update failed: {failure['error']})") from None
+        raise
+    status = index.status()  # the same keys as the API's Index.status()
+    if args.json:
+        _emit_json(status)
+        return 0
+    fresh = status["freshness"]
+    print(f"state      {fresh['state']} (HEAD {str(fresh['head'])[:12]})")
+    if fresh["last_failure"]:
+        failure = fresh["last_failure"]
+        print(clean(f"last failure {failure.get('time')}: {failure.get('error')}"))
+    counts = status["counts"]
+    skipped = clean(", ".join(f"{k} {v}" for k, v in counts["skipped"].items()) or "none")
+    print(f"commit     {clean(status['commit'])}")
+    print(
+        f"built      {status['created']} (tool {status['tool_version']}, "
+        f"format {status['format_version']})"
+    )
+    print(f"files      {counts['files']}  chunks {counts['chunks']}")
+    print(f"skipped    {skipped}")
+    if counts.get("fallback"):  # indexed, but as text: its format did not parse
+        print("as text    " + ", ".join(f"{k} {v}" for k, v in counts["fallback"].items()))
+    redacted = ", ".join(f"{k} {v}" for k, v in counts.get("redacted", {}).items()) or "none"
+    print(f"redacted   {redacted} (secret values replaced in indexed files)")
+    for warning in status["warnings"]:
+        print(f"WARNING    {clean(warning)}")
+    langs = ", ".join(f"{k} {v}" for k, v in status["languages"].items())
+    print(f"languages  {langs}")
+    print(f"worktree   {clean(worktree_line(status['worktree']))}")
+    print(f"artifacts  {clean(status['snapshot'])} ({status['artifact_bytes'] / 1e6:.1f} MB)")
+    return 0
+
+
+def worktree_line(worktree: dict[str, Any] | None) -> str:
+    """`3 uncommitted files overlaid (2 modified, 1 added)`, or why there is no overlay."""
+    if worktree is None:
+        return "not overlaid (no working tree)"
+    n = worktree["overlaid"]
+    states = ", ".join(f"{v} {k}" for k, v in worktree["states"].items())
+    line = f"{n} uncommitted file{'s' if n != 1 else ''} overlaid" + (f" ({states})" if n else "")
+    skipped = ", ".join(f"{k} {v}" for k, v in worktree["skipped"].items())
+    if skipped:
+        line += f"; skipped {skipped}"
+    if worktree["merging"]:
+        line += "; merge in progress (conflict markers are searched as they are)"
+    return line
+
+
+def cmd_update(args: argparse.Namespace) -> int:
+    from ..fresh.freshness import run_updates, start_background_update
+
+    index_dir = _index_dir(args)
+    if args.background:
+        start_background_update(args.repo, index_dir)  # returns at once, never fails git
+        return 0
+    if args.quiet:
+        return run_updates(args.repo, index_dir, args.rev)
+    from ..index.build import update_index
+
+    report = update_index(
+        args.repo,
+        args.rev,
+        index_dir=index_dir,
+        jobs=args.jobs,
+        progress=None if not args.json else False,
+    )
+    if args.json:
+        _emit_json(report.to_dict())
+    else:
+        print(
+            f"{report.mode} update to {report.commit[:12]}: {report.files} files, "
+            f"{report.chunks} chunks in {report.seconds:.2f}s ({report.reused_files} files "
+            f"reused, {report.cached_files} from cache, {report.chunked_files} chunked)"
+        )
+    return 0
+
+
+def cmd_hooks(args: argparse.Namespace) -> int:
+    from ..fresh import hooks
+
+    changes = hooks.install(args.repo) if args.action == "install" else hooks.uninstall(args.repo)
+    if args.json:
+        _emit_json([c.to_dict() for c in changes])
+    else:
+        for c in changes:
+            print(f"{c.hook:14} {c.action}")
+    return 0
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    from ..fresh.provenance import verify_index
+
+    result = verify_index(args.repo, args.index_dir)
+    if args.json:
+        _emit_json(result)
+    else:
+        print(
+            f"ok: {result['files_checked']} files match their checksums, "
+            f"{result['chunks_checked']} chunks match commit {result['commit'][:12]}"
+        )
+    return 0
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from ..eval.evaluate import evaluate, format_table, load_dataset
+    from ..search.fusion import FusionConfig
+
+    dataset = Path(args.dataset)
+    cases = load_dataset(dataset, Path(args.repo_root) if args.repo_root else dataset.parent)
+    if args.limit:
+        cases = cases[: args.limit]
+    fusion = FusionConfig.load(Path(args.fusion)) if args.fusion else None
+    cache = Path(
+        args.cache_dir
+        or os.environ.get("INDEXER_EVAL_CACHE")
+        or Path.home() / ".cache" / "indexer" / "eval"
+    )
+    log = None if args.json else (lambda msg: print(msg, file=sys.stderr))
+    report = evaluate(
+        cases,
+        cache,
+        systems=args.systems.split(","),
+        fusion=fusion,
+        cut=not args.no_cut,
+        rebuild=args.rebuild,
+        log=log,
+    )
+    if args.json:
+        _emit_json(report.to_dict())
+    else:
+        print(format_table(report, per_group=args.per_repo))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="indexer", description="Git-integrated code index for AI coding agents."
+    )
+    parser.add_argument("--version", action="version", version=f"indexer {__version__}")
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--repo", default=None, help="repository path (default: current directory)")
+    common.add_argument(
+        "--index-dir", default=None, help="artifact directory (default: <git-dir>/indexer)"
+    )
+    common.add_argument("--json", action="store_true", help="machine-readable output")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("build", parents=[common], help="index the tree of a commit")
+    p.add_argument("--rev", default=None, help="commit to index (default: HEAD)")
+    p.add_argument("--jobs", type=int, default=None, help="parallel chunking processes")
+    p.set_defaults(func=cmd_build)
+
+    search_cli.add_commands(sub, common)  # search, show
+
+    p = sub.add_parser("status", parents=[common], help="what is indexed and where")
+    p.set_defaults(func=cmd_status)
+
+    p = sub.add_parser(
+        "update", parents=[common], help="bring the index to HEAD, re-chunking only changed blobs"
+    )
+    p.add_argument("--rev", default=None, help="commit to index (default: HEAD)")
+    p.add_argument("--jobs", type=int, default=None, help="parallel chunking processes")
+    p.add_argument(
+        "--background",
+        action="store_true",
+        help="start a detached update and return at once (for git hooks)",
+    )
+    p.add_argument(
+        "--quiet",
+        action="store_true",
+        help="lock, coalesce triggers, log failures instead of printing them",
+    )
+    p.set_defaults(func=cmd_update)
+
+    p = sub.add_parser("hooks", parents=[common], help="install or remove the git hooks")
+    p.add_argument("action", choices=["install", "uninstall"])
+    p.set_defaults(func=cmd_hooks)
+
+    share_cli.add_commands(sub, common)  # publish, pull, ci
+
+    p = sub.add_parser(
+        "verify", parents=[common], help="check every artifact checksum and chunk against git"
+    )
+    p.set_defaults(func=cmd_verify)
+
+    p = sub.add_parser("eval", help="retrieval quality on a dataset of queries with gold files")
+    p.add_argument("--dataset", required=True, help="JSONL with query, gold_files, gold_functions")
+    p.add_argument("--repo-root", default=None, help="directory holding the dataset's trees")
+    p.add_argument("--systems", default="fused,bm25,dense,file-bm25")
+    p.add_argument("--fusion", default=None, help="fusion.json to evaluate (default: artifacts/)")
+    p.add_argument("--cache-dir", default=None, help="where built eval indexes are cached")
+    p.add_argument("--limit", type=int, default=0, help="only the first N queries")
+    p.add_argument("--no-cut", action="store_true", help="disable the adaptive threshold")
+    p.add_argument("--per-repo", action="store_true", help="also a table per repository")
+    p.add_argument("--rebuild", action="store_true", help="rebuild cached indexes")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=cmd_eval)
+    p = sub.add_parser(
+        "serve",
+        parents=[common],
+        help="keep the index loaded; search/show/related are then answered by this process",
+    )
+    p.add_argument("--background", action="store_true", help="detach and return at once")
+    p.add_argument(
+        "--idle-timeout",
+        type=float,
+        default=1800.0,
+        metavar="SECONDS",
+        help="exit after this long without requests (default 1800)",
+    )
+    p.add_argument("--stop", action="store_true", help="stop the running server")
+    p.add_argument("--status", action="store_true", help="is a server running, and its counts")
+    p.set_defaults(func=serve_cli.cmd_serve)
+    agent_cli.add_commands(sub, common)  # related, mcp, savings, agents
+    return parser
+
+
+def main(argv: Sequence[str] | None = None, forward: bool = True) -> int:
+    """Run one command; `forward`: let a running `indexer serve` answer read-only ones."""
+    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = parser.parse_args(argv)
+    try:
+        if forward and args.command in FORWARDED:
+            code = serve_cli.forwarded(args, argv, _index_dir(args))
+            if code is not None:
+                return code
+        code = args.func(args)
+        return int(code)
+    except IndexerError as exc:
+        print(f"indexer: error: {clean(exc)}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("indexer: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+    except Exception as exc:  # a bug: one line for users, the traceback with INDEXER_DEBUG=1
+        if os.environ.get("INDEXER_DEBUG"):
+            raise
+        print(
+            f"indexer: internal error: {type(exc).__name__}: {clean(exc)} "
+            "(set INDEXER_DEBUG=1 for details)",
+            file=sys.stderr,
+        )
+        return 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

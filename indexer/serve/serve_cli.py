@@ -1,0 +1,69 @@
+"""`indexer serve` and the forwarding of read-only commands to a running server (serve.py)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from .output import emit_json as _emit_json
+
+
+def forwarded(args: argparse.Namespace, argv: list[str], index_dir: Path) -> int | None:
+    """The exit code of the command as answered by a running server, or None."""
+    mode = os.environ.get("INDEXER_SERVE", "on")
+    if mode == "0" or mode == "off":
+        return None
+    from .serve_client import forward
+
+    if getattr(args, "query", None) == "-":  # the server cannot read our standard input
+        from .search_cli import read_query
+
+        args.query = read_query("-")  # also what a local run uses if no server answers
+        rest = list(argv)
+        rest.remove("-")
+        argv = [*rest, "--", args.query]  # after `--`: a query may start with a dash
+    code = forward(index_dir, argv, sys.stdout.isatty())
+    if code is None and mode == "auto":  # start one for the next command; answer this one here
+        from .serve import spawn
+
+        spawn(index_dir, args.repo, None)
+    return code
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from ..index.gitdir import index_dir_of
+    from . import serve
+
+    index_dir = index_dir_of(args.repo, args.index_dir)
+    if args.stop:
+        stopped = serve.stop(index_dir)
+        info: dict[str, Any] = {"stopped": stopped, "index_dir": str(index_dir)}
+        _emit_json(info) if args.json else print(
+            "server stopped" if stopped else "no server was running"
+        )
+        return 0
+    if args.status:
+        status = serve.status(index_dir)
+        if args.json:
+            _emit_json(status or {"running": False})
+        elif status:
+            print(
+                f"serving {status['index_dir']} (pid {status['pid']}, "
+                f"{status['requests']} requests, up {status['uptime_s']:.0f}s)"
+            )
+        else:
+            print("no server running")
+        return 0
+    if args.background:
+        info = serve.start_background(index_dir, args.repo, args.idle_timeout)
+        if args.json:
+            _emit_json(info)
+        else:
+            verb = "started" if info["started"] else "already running"
+            print(f"server {verb}: pid {info['pid']}, socket {info['socket']}")
+        return 0
+    serve.Server(index_dir, args.idle_timeout).serve_forever()
+    return 0

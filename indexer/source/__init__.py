@@ -1,0 +1,1 @@
+"""git tree -> files -> chunks: reading commits, languages, chunking, path classes, secrets."""

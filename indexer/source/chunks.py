@@ -1,0 +1,59 @@
+"""The chunk record: what the chunker produces and every later stage reads."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import asdict, dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Chunk:
+    id: str
+    path: str
+    language: str
+    kind: str  # function | method | class | module | section | text | cell | data
+    symbol: str
+    qualname: str
+    signature: str
+    docstring: str
+    start_line: int  # 1-based, inclusive (within the cell for a notebook chunk)
+    end_line: int
+    start_byte: int
+    end_byte: int
+    blob: str
+    text: str
+    cell: int | None = None  # notebook cell (1-based, indexer/source/notebook.py); None elsewhere
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        if data["cell"] is None:
+            del data["cell"]  # records of other files stay as they were
+        return data
+
+
+def chunk_id(path: str, kind: str, qualname: str, ordinal: int) -> str:
+    """Stable id: the same definition at the same path gets the same id in every build."""
+    key = f"{path}\0{kind}\0{qualname}\0{ordinal}".encode()
+    return hashlib.blake2b(key, digest_size=8).hexdigest()
+
+
+def materialize(records: list[dict[str, Any]], path: str, language: str, blob: str) -> list[Chunk]:
+    """Chunks at `path`: ids are derived from the path, kind, qualified name and ordinal. A
+    record may name its own language (a notebook's markdown cells)."""
+    seen: dict[tuple[str, str], int] = {}
+    chunks = []
+    for r in records:
+        key = (r["kind"], r["qualname"])
+        ordinal = seen.get(key, 0)
+        seen[key] = ordinal + 1
+        fields = {"language": language, **r}
+        chunks.append(
+            Chunk(
+                id=chunk_id(path, r["kind"], r["qualname"], ordinal),
+                path=path,
+                blob=blob,
+                **fields,
+            )
+        )
+    return chunks
