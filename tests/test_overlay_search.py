@@ -130,8 +130,10 @@ def test_a_merge_conflict_is_searched_with_its_markers(repo: Path) -> None:
     build_index(repo, progress=False)
     subprocess.run(["git", "merge", "other"], cwd=repo, capture_output=True, check=False)
     index = Index.open(repo)
-    hit = index.search("retry_with_backoff", k=1, with_text=True)[0]
-    assert hit.source == "worktree" and "<<<<<<<" in (hit.text or "")
+    hits = index.search("retry_with_backoff attempts", k=10, with_text=True)
+    texts = "".join(r.text or "" for r in hits if r.path == "net/retry.py")
+    assert hits[0].source == "worktree" and "attempts=7" in texts and "attempts=9" in texts
+    assert "<<<<<<< HEAD" in index.lines("net/retry.py", 1, 400)
     status = run_cli("status", "--repo", str(repo))
     assert "1 uncommitted file overlaid (1 conflicted)" in status.stdout
     assert "merge in progress" in status.stdout
@@ -213,12 +215,13 @@ def test_a_kept_index_follows_every_edit(repo: Path) -> None:
 
 
 def test_the_mcp_service_and_the_server_are_never_stale(repo: Path, tmp_path: Path) -> None:
-    from indexer.mcp_server import Service
+    from indexer.serve.mcp_server import Service
 
     service = Service(str(repo), None)
-    assert "retry_with_jitter" not in service.search("retry_with_jitter", 3, None, False)
+    assert service.search("retry_with_jitter", 3, None, False).startswith("low confidence")
     (repo / "net/retry.py").write_text(NEW_NET)
-    assert "retry_with_jitter" in service.search("retry_with_jitter", 3, None, False)
+    found = service.search("retry_with_jitter", 3, None, False)
+    assert found.startswith("net/retry.py:5-12 retry_with_jitter"), found
     assert "def retry_with_jitter" in service.retrieve("net/retry.py", 1, 20)
 
     run = tmp_path / "run"

@@ -159,10 +159,12 @@ class WorktreeOverlay:
             f = self._file(change)
             if f is None or f.blob == blob_of.get(f.path):
                 continue  # unreadable now, or the very content the commit holds
-            masked.add(f.path)
-            if f.entry.skip_reason:
+            if f.entry.skip_reason:  # masked only if the commit has it indexed
                 state.skipped.setdefault(f.entry.skip_reason, []).append(f.path)
+                if f.path in blob_of:
+                    masked.add(f.path)
             else:
+                masked.add(f.path)
                 state.files.append(f)
         for path in set(self._read) - seen:
             del self._read[path]  # committed or reverted: forget it
