@@ -112,7 +112,7 @@ class Index:
         self.session: str | None = None  # savings-log session of this object's searches
         self._worktree: WorktreeOverlay | None = None  # followed by every read (Index.open)
         self.worktree: OverlayState | None = None  # what the last refresh found
-        self._view: tuple[tuple[object, ...], Index] | None = None
+        self._view: tuple[OverlayState, tuple[object, ...], Index] | None = None  # last one
 
     # -- opening ---------------------------------------------------------------------------------
     @classmethod
@@ -173,11 +173,11 @@ class Index:
         self.worktree = state
         if not state:
             return self
-        if self._view is None or self._view[0] != state.key:
+        if self._view is None or (self._view[0] is not state and self._view[1] != state.key):
             from .index.overlay import overlaid
 
-            self._view = (state.key, overlaid(self, state))
-        return self._view[1]
+            self._view = (state, state.key, overlaid(self, state))
+        return self._view[2]
 
     # -- lazily loaded parts (a cold `indexer search` loads only what it needs) ------------------
     @cached_property
