@@ -14,14 +14,18 @@ import pytest
 from indexer import Index, build_index
 from indexer.errors import IndexerError
 
-from .conftest import PYTHON_BILLING, PYTHON_NET, MakeRepo, commit_all, run_cli, write_files
+from .conftest import (
+    PYTHON_BILLING,
+    PYTHON_NET,
+    MakeRepo,
+    commit_all,
+    diverge,
+    git,
+    run_cli,
+    write_files,
+)
 
 NEW_NET = PYTHON_NET.replace("def retry_with_backoff(", "def retry_with_jitter(")
-
-
-def git(root: Path, *args: str) -> str:
-    done = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=True)
-    return done.stdout
 
 
 @pytest.fixture
@@ -121,12 +125,7 @@ def test_secret_values_in_uncommitted_files_are_redacted(repo: Path) -> None:
 
 
 def test_a_merge_conflict_is_searched_with_its_markers(repo: Path) -> None:
-    git(repo, "checkout", "-q", "-b", "other")
-    (repo / "net/retry.py").write_text(PYTHON_NET.replace("attempts=5", "attempts=7"))
-    commit_all(repo, "seven")
-    git(repo, "checkout", "-q", "-")
-    (repo / "net/retry.py").write_text(PYTHON_NET.replace("attempts=5", "attempts=9"))
-    commit_all(repo, "nine")
+    diverge(repo, "net/retry.py", "attempts=5", "attempts=9", "attempts=7")
     build_index(repo, progress=False)
     subprocess.run(["git", "merge", "other"], cwd=repo, capture_output=True, check=False)
     index = Index.open(repo)

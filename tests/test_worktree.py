@@ -11,12 +11,7 @@ import pytest
 from indexer.index.overlay import WorktreeOverlay, blob_id
 from indexer.source.worktree import scan_worktree, worktree_root
 
-from .conftest import PYTHON_BILLING, PYTHON_NET, MakeRepo, commit_all
-
-
-def git(root: Path, *args: str) -> str:
-    done = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=True)
-    return done.stdout
+from .conftest import PYTHON_BILLING, PYTHON_NET, MakeRepo, commit_all, diverge, git
 
 
 def head(root: Path) -> str:
@@ -125,12 +120,7 @@ def test_indexerignore_on_disk_applies(repo: Path) -> None:
 
 def test_a_merge_conflict_overlays_the_file_with_its_markers(repo: Path) -> None:
     base = head(repo)
-    git(repo, "checkout", "-q", "-b", "other")
-    (repo / "net/retry.py").write_text(PYTHON_NET.replace("attempts=5", "attempts=7"))
-    commit_all(repo, "seven")
-    git(repo, "checkout", "-q", "-")
-    (repo / "net/retry.py").write_text(PYTHON_NET.replace("attempts=5", "attempts=9"))
-    commit_all(repo, "nine")
+    diverge(repo, "net/retry.py", "attempts=5", "attempts=9", "attempts=7")
     done = subprocess.run(["git", "merge", "other"], cwd=repo, capture_output=True, text=True)
     assert done.returncode != 0
     _, state = overlay_of(repo)
