@@ -1,4 +1,4 @@
-"""The read side: open a snapshot, search it, show chunks, report status. Read-only."""
+"""The read side: open a generation of segments, search it, show chunks, report status."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import json
 import os
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -16,18 +16,12 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import numpy as np
 
 from .errors import IndexerError, check_types
-from .index.dense import DenseIndex
 from .index.gitdir import git_dir as _git_dir
-from .index.integrity import (
-    CHUNK_SUMS,
-    check_chunk,
-    check_column,
-    check_on_load,
-    check_rows,
-    corrupt_as_error,
-)
-from .index.lexical import LexicalIndex
-from .index.store import current_snapshot, default_index_dir, read_manifest
+from .index.integrity import check_chunk, corrupt_as_error
+from .index.lexical_view import LexicalView
+from .index.reader import DenseView, RowSpace, open_generation, open_space
+from .index.segment import Segment, SegmentData
+from .index.store import current_generation, default_index_dir
 from .index.tokens import path_terms
 from .index.vectors import StaticVectors
 from .search.fusion import FusionConfig
@@ -96,23 +90,44 @@ def _on_current(method: _Read) -> _Read:
 
 
 class Index:
-    """A read-only view of one repository's current index snapshot."""
+    """A read-only view of one repository's current index generation (its live segments).
+
+    `overlay`: an extra in-memory segment (indexer.index.segment.SegmentData) and paths masked
+    in every stored segment: what the working-tree overlay adds (see `with_overlay`)."""
 
     def __init__(
         self,
         snapshot: Path,
         fusion: FusionConfig | None = None,
         vectors: StaticVectors | None = None,
+        overlay: tuple[SegmentData | None, Iterable[str]] | None = None,
+        opened: Index | None = None,
     ) -> None:
-        self.snapshot = snapshot
-        self.manifest = corrupt_as_error(read_manifest)(snapshot)
-        corrupt_as_error(check_on_load)(snapshot, self.manifest)
+        self.snapshot = snapshot  # the generation manifest: <index dir>/generations/<name>.json
+        # `opened`: an Index of the same generation whose open segments (and what they have
+        # read) are shared, as a working-tree view shares its commit's.
+        generation = (
+            (opened.manifest, opened._parts)
+            if opened is not None
+            else corrupt_as_error(open_generation)(snapshot)
+        )
+        self.manifest: dict[str, Any] = generation[0]
+        self._parts: list[tuple[Segment, list[str]]] = generation[1]
         self.fusion = fusion or FusionConfig.load()
         self._vectors = vectors
+        self._overlay = overlay
         self.session: str | None = None  # savings-log session of this object's searches
         self._worktree: WorktreeOverlay | None = None  # followed by every read (Index.open)
         self.worktree: OverlayState | None = None  # what the last refresh found
         self._view: tuple[OverlayState, tuple[object, ...], Index] | None = None  # last one
+
+    def with_overlay(self, segment: SegmentData | None, masked: Iterable[str] = ()) -> Index:
+        """This index with `segment` (kept in memory) added and `masked` paths hidden in the
+        stored segments: the rows of the overlay's files replace theirs, exactly as if the
+        generation held them (global statistics, path order, ties). The segments this index
+        opened, and what they loaded, are shared."""
+        overlay = (segment, list(masked))
+        return Index(self.snapshot, self.fusion, self.vectors, overlay=overlay, opened=self)
 
     # -- opening ---------------------------------------------------------------------------------
     @classmethod
@@ -134,7 +149,7 @@ class Index:
                 raise IndexerError(f"{name} must be a path, not {type(value).__name__}")
         if index_dir is None:
             index_dir = default_index_dir(_git_dir(repo))
-        snapshot = current_snapshot(Path(index_dir))
+        snapshot = current_generation(Path(index_dir))
         root = None
         if worktree:
             from .source.worktree import worktree_root
@@ -143,7 +158,7 @@ class Index:
         if _reused is None or fusion is not None:
             index = cls(snapshot, fusion)
         else:
-            # A long-lived server (indexer/serve/serve.py): snapshots are immutable, so every
+            # A long-lived server (indexer/serve/serve.py): generations are immutable, so every
             # open of the same one shares what was loaded; an update moves CURRENT and the next
             # open follows. One Index per working tree it overlays (linked worktrees, none).
             key = (snapshot.parent.parent, root)
@@ -193,18 +208,21 @@ class Index:
         return table
 
     @cached_property
-    def lexical(self) -> LexicalIndex:
-        return LexicalIndex.load(self.snapshot)
+    def space(self) -> RowSpace:
+        """The live rows of every segment in one row space (indexer/index/reader.py)."""
+        return corrupt_as_error(open_space)(self._parts, self._overlay)
 
     @cached_property
-    def dense(self) -> DenseIndex:
-        return DenseIndex.load(self.snapshot)
+    def lexical(self) -> LexicalView:
+        return LexicalView(self.space)
+
+    @cached_property
+    def dense(self) -> DenseView:
+        return DenseView(self.space, self._fids)
 
     @cached_property
     def _fids(self) -> np.ndarray:
-        return check_column(
-            "chunk_fids.npy", _load_array(self.snapshot / "chunk_fids.npy"), len(self)
-        )
+        return self.space.gather("fids")
 
     @cached_property
     def _fid_lookup(self) -> tuple[np.ndarray, np.ndarray]:
@@ -213,62 +231,34 @@ class Index:
 
     @cached_property
     def _chunk_file(self) -> np.ndarray:
-        array = _load_array(self.snapshot / "chunk_file.npy")
-        return check_column("chunk_file.npy", array, len(self), upper=len(self.files))
+        return self.space.chunk_file
 
     @cached_property
     def _chunk_flags(self) -> np.ndarray:
-        return check_column(
-            "chunk_flags.npy", _load_array(self.snapshot / "chunk_flags.npy"), len(self)
-        )
-
-    @cached_property
-    def _sums(self) -> np.ndarray | None:
-        """Per-chunk digests (indexer/index/integrity.py); absent in snapshots made before them."""
-        if CHUNK_SUMS not in self.manifest["files"]:
-            return None
-        return check_column(CHUNK_SUMS, _load_array(self.snapshot / CHUNK_SUMS), len(self))
+        return self.space.gather("flags")
 
     @cached_property
     def _columns(self) -> dict[str, list[str]]:
-        data: dict[str, list[str]] = json.loads(
-            (self.snapshot / "columns.json").read_text(encoding="utf-8")
-        )
-        return data
+        return {name: self.space.gather_list(name) for name in ("symbols", "kinds", "defines")}
 
     @cached_property
     def files(self) -> list[dict[str, Any]]:
-        data: list[dict[str, Any]] = json.loads(
-            (self.snapshot / "files.json").read_text(encoding="utf-8")
-        )
-        return data
+        return self.space.files
 
     @cached_property
     def _file_times(self) -> np.ndarray:
         return np.asarray([f["time"] for f in self.files], dtype=np.int64)
-
-    @cached_property
-    def _offsets(self) -> tuple[np.ndarray, np.ndarray]:
-        offsets = (
-            np.load(self.snapshot / "chunk_offsets.npy", allow_pickle=False),
-            np.load(self.snapshot / "text_offsets.npy", allow_pickle=False),
-        )
-        check_rows(len(self), *self._stores, *offsets)
-        return offsets
 
     @property
     def commit(self) -> str:
         return str(self.manifest["commit"])
 
     def __len__(self) -> int:
-        return int(self.manifest["counts"]["chunks"])
+        if self._overlay is None:
+            return int(self.manifest["counts"]["chunks"])
+        return self.space.n_rows
 
     # -- chunk access ----------------------------------------------------------------------------
-    @cached_property
-    def _stores(self) -> tuple[Any, Any]:
-        """chunks.jsonl and texts.bin, memory-mapped once (snapshots never change)."""
-        return _map_file(self.snapshot / "chunks.jsonl"), _map_file(self.snapshot / "texts.bin")
-
     @cached_property
     def blob_of(self) -> dict[str, str]:
         """path -> blob id of every indexed file."""
@@ -276,11 +266,10 @@ class Index:
 
     @corrupt_as_error
     def chunk_at(self, row: int, with_text: bool = True) -> Chunk:
-        meta_off, text_off = self._offsets
-        meta, texts = self._stores
-        line = bytes(meta[int(meta_off[row]) : int(meta_off[row + 1])])
-        raw = bytes(texts[int(text_off[row]) : int(text_off[row + 1])])
-        check_chunk(self._sums, row, line, raw)  # never serve damaged text or metadata
+        segment, local = self.space.locate(row)
+        line = segment.meta_bytes(local, local + 1)
+        raw = segment.text_bytes(local, local + 1)
+        check_chunk(segment.sums, local, line, raw)  # never serve damaged text or metadata
         record = json.loads(line)
         return Chunk(**record, text=raw.decode("utf-8") if with_text else "")
 
@@ -310,9 +299,9 @@ class Index:
     # -- code graph (indexer/index/graph.py; loaded only by the commands that use it) ------------
     @cached_property
     def graph(self) -> CodeGraph:
-        from .index.graph import CodeGraph
+        from .index.graphfacts import graph_of
 
-        return CodeGraph.load(self.snapshot)
+        return graph_of(self.space)
 
     @_on_current
     @corrupt_as_error
@@ -479,8 +468,8 @@ class Index:
         from .source.pathclass import directory_flags
 
         names: set[str] = set()
-        for f in self.files:
-            parts = f["path"].split("/")
+        for path in self.space.paths:
+            parts = path.split("/")
             if len(parts) < 2:
                 continue
             top = parts[1] if parts[0] in ("src", "lib") and len(parts) > 2 else parts[0]
@@ -535,6 +524,7 @@ class Index:
             "tool_version": m.get("tool_version"),
             "format_version": m.get("format_version"),
             "snapshot": str(self.snapshot),
+            "segments": len(m["segments"]),
             "counts": m["counts"],
             "languages": m.get("languages", {}),
             "warnings": m.get("warnings", []),
@@ -550,11 +540,9 @@ class Index:
     # -- lifetime ----------------------------------------------------------------------------------
     def close(self) -> None:
         """Release the memory maps and loaded arrays (the index can be reopened)."""
-        stores = self.__dict__.pop("_stores", None)
-        for store in stores or ():
-            if hasattr(store, "close"):
-                store.close()
-        for name in ("lexical", "dense", "graph", "_fids", "_fid_lookup", "_offsets"):
+        for segment, _ in self._parts:
+            segment.close()
+        for name in ("space", "lexical", "dense", "graph", "_fids", "_fid_lookup"):
             self.__dict__.pop(name, None)
 
     def __enter__(self) -> Index:
@@ -574,20 +562,6 @@ def reuse_open_indexes() -> None:
     global _reused
     if _reused is None:
         _reused = {}
-
-
-def _map_file(path: Path) -> Any:
-    import mmap
-
-    with path.open("rb") as fh:
-        if path.stat().st_size == 0:
-            return b""
-        return mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
-
-
-def _load_array(path: Path) -> np.ndarray:
-    array: np.ndarray = np.load(path, allow_pickle=False)
-    return array
 
 
 def timed_search(index: Index, query: str, k: int) -> tuple[list[SearchResult], float]:

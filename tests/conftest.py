@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from collections.abc import Callable
@@ -210,3 +211,12 @@ def sample_repo(make_repo: MakeRepo) -> Path:
     (root / "ignored_secret.py").write_text("def leaked_password_function():\n    pass\n")
     (root / "untracked_draft.py").write_text("def untracked_draft_function():\n    pass\n")
     return root
+
+
+def live_segment(repo: Path) -> Path:
+    """The directory of the first live segment of a repository's index (a fresh build has one)."""
+    from indexer.index.store import current_generation
+
+    index_dir = repo / ".git" / "indexer"
+    generation = json.loads(current_generation(index_dir).read_text())
+    return index_dir / "segments" / generation["segments"][0]["name"]

@@ -15,7 +15,8 @@ from indexer import Index, build_index
 from indexer.errors import IndexerError
 from indexer.search.budget import count_tokens, pack
 from indexer.search.compress import compress, query_terms
-from indexer.search.savings import LOG_NAME, flush, report, session_baseline
+from indexer.search.savings import LOG_NAME, flush
+from indexer.search.savings_report import report, session_baseline
 
 from .conftest import MakeRepo, run_cli
 

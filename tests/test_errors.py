@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pygit2
 
-from indexer.index.store import FORMAT_VERSION
+from indexer.index.segment import SEGMENT_FORMAT
 
-from .conftest import run_cli
+from .conftest import live_segment, run_cli
 
 
 def assert_clean_error(proc, needle: str) -> None:  # type: ignore[no-untyped-def]
@@ -39,9 +39,7 @@ def test_search_before_build(sample_repo: Path) -> None:
 
 def _snapshot_state(repo: Path) -> tuple[str, str]:
     current = (repo / ".git" / "indexer" / "CURRENT").read_text()
-    manifest = (
-        repo / ".git" / "indexer" / "snapshots" / current.strip() / "manifest.json"
-    ).read_text()
+    manifest = (repo / ".git" / "indexer" / "generations" / f"{current.strip()}.json").read_text()
     return current, manifest
 
 
@@ -60,26 +58,25 @@ def test_bad_input_leaves_the_existing_index_untouched(sample_repo: Path) -> Non
 
 
 def _built_snapshot(repo: Path) -> tuple[Path, dict]:  # type: ignore[type-arg]
-    """Build, then return the live snapshot directory and its manifest."""
+    """Build, then return the live segment's directory and its manifest."""
     assert run_cli("build", "--repo", str(repo)).returncode == 0
-    current, _ = _snapshot_state(repo)
-    snapshot = repo / ".git" / "indexer" / "snapshots" / current.strip()
-    return snapshot, json.loads((snapshot / "manifest.json").read_text())
+    segment = live_segment(repo)
+    return segment, json.loads((segment / "segment.json").read_text())
 
 
 def test_corrupt_and_foreign_indexes_say_how_to_rebuild(sample_repo: Path) -> None:
     snapshot, manifest = _built_snapshot(sample_repo)
-    manifest["format_version"] = 999
-    (snapshot / "manifest.json").write_text(json.dumps(manifest))
+    manifest["format"] = 999
+    (snapshot / "segment.json").write_text(json.dumps(manifest))
     assert_clean_error(run_cli("search", "x", "--repo", str(sample_repo)), "indexer build")
 
-    manifest["format_version"] = FORMAT_VERSION
-    (snapshot / "manifest.json").write_text(json.dumps(manifest))
+    manifest["format"] = SEGMENT_FORMAT
+    (snapshot / "segment.json").write_text(json.dumps(manifest))
     with (snapshot / "texts.bin").open("ab") as fh:
         fh.write(b"garbage")
     assert_clean_error(run_cli("search", "x", "--repo", str(sample_repo)), "truncated")
 
-    (snapshot / "manifest.json").write_text("{broken")
+    (snapshot / "segment.json").write_text("{broken")
     assert_clean_error(run_cli("status", "--repo", str(sample_repo)), "indexer build")
     # Rebuilding recovers.
     assert run_cli("build", "--repo", str(sample_repo)).returncode == 0
@@ -88,7 +85,7 @@ def test_corrupt_and_foreign_indexes_say_how_to_rebuild(sample_repo: Path) -> No
 
 def test_an_index_missing_required_files_says_how_to_rebuild(sample_repo: Path) -> None:
     snapshot, manifest = _built_snapshot(sample_repo)
-    del manifest["files"]["bm25_tfs.npy"]
+    del manifest["artifacts"]["bm25_tfs.npy"]
     (snapshot / "bm25_tfs.npy").unlink()
-    (snapshot / "manifest.json").write_text(json.dumps(manifest))
+    (snapshot / "segment.json").write_text(json.dumps(manifest))
     assert_clean_error(run_cli("search", "x", "--repo", str(sample_repo)), "indexer build")

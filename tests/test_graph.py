@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import gzip
 import json
-import shutil
 from pathlib import Path
 
 import numpy as np
@@ -11,7 +11,7 @@ import pytest
 
 from indexer import Index, build_index
 from indexer.errors import IndexerError
-from indexer.index.graph import CodeGraph, extract_file
+from indexer.index.graph import CodeGraph, GraphRanker, extract_file
 
 from .conftest import MakeRepo, run_cli
 
@@ -244,16 +244,17 @@ def test_unknown_symbol_is_a_clear_error(poly_repo: Path) -> None:
 
 def test_graph_is_plain_data_and_rebuilds_from_its_files(poly_repo: Path) -> None:
     index = Index.open(poly_repo)
-    meta = json.loads((index.snapshot / "graph.json").read_text(encoding="utf-8"))
-    assert meta["ids"] and meta["edge_types"] == ["DEFINES", "IMPORTS", "CALLS", "INHERITS"]
-    edges = np.load(index.snapshot / "graph_edges.npy", allow_pickle=False)
-    assert edges.dtype == np.int32 and edges.shape[1] == 4
+    # Each segment stores its files' facts as gzipped JSON; the graph is resolved from them.
+    (facts,) = [n for n in index.manifest["files"] if n.endswith("/graph_facts.json.gz")]
+    segments = index.snapshot.parent.parent / "segments"
+    stored = json.loads(gzip.decompress((segments / facts).read_bytes()))
+    assert set(stored) == {f["path"] for f in index.files}
     graph = index.graph
-    # The stored per-file contributions resolve to exactly the stored edges.
+    assert graph.ids and graph.edges.dtype == np.int32 and graph.edges.shape[1] == 4
     again = CodeGraph.from_files(graph.files)
     assert again.ids == graph.ids and np.array_equal(again.edges, graph.edges)
     assert set(graph.files) == {f["path"] for f in index.files}
-    assert index.status()["files"]["graph_edges.npy"] > 0
+    assert index.status()["files"][facts] > 0
 
 
 def test_replacing_one_file_updates_its_edges(poly_repo: Path) -> None:
@@ -299,11 +300,10 @@ def test_graph_signals_in_ranking_are_switchable(poly_repo: Path, tmp_path: Path
         }
         assert len(ids) == len(set(ids))
     assert off
-    # The PageRank prior reads the build's arrays: graph.json is never parsed.
+    # The PageRank prior maps every row to its graph node.
     prior = Index.open(poly_repo, fusion=FusionConfig.from_dict({"graph": {"ppr": 0.5}}))
     assert prior.search("apply discount to the cart total", k=10, log=False)
-    assert "graph" not in prior.__dict__
-    rows = np.load(plain.snapshot / "graph_rows.npy", allow_pickle=False)
+    rows = GraphRanker(plain).row_node
     assert len(rows) == len(plain)
     graph = plain.graph
     for row, node in enumerate(rows.tolist()):
@@ -313,18 +313,6 @@ def test_graph_signals_in_ranking_are_switchable(poly_repo: Path, tmp_path: Path
             assert graph.ids[node] == f"file:{chunk.path}"
         else:
             assert graph.ids[node] == expected
-    # A snapshot without graph files (built before the graph existed) still searches.
-    old_snapshot = tmp_path / "old-snapshot"
-    shutil.copytree(plain.snapshot, old_snapshot)
-    manifest = json.loads((old_snapshot / "manifest.json").read_text())
-    for name in [n for n in manifest["files"] if n.startswith("graph")]:
-        (old_snapshot / name).unlink()
-        del manifest["files"][name]
-    (old_snapshot / "manifest.json").write_text(json.dumps(manifest))
-    old = Index(old_snapshot)
-    assert [r.id for r in old.search("apply discount to the cart total", log=False)]
-    with pytest.raises(IndexerError, match="no code graph"):
-        old.related("clamp")
     with pytest.raises(IndexerError, match=r"graph\.ppr"):
         FusionConfig.from_dict({"graph": {"ppr": -1}})
 
@@ -372,7 +360,7 @@ def test_incremental_update_replaces_only_the_changed_files_graph(poly_repo: Pat
     report = update_index(poly_repo, progress=False)
     assert report.mode == "incremental"
     updated_index = Index.open(poly_repo)
-    updated, updated_snapshot = updated_index.graph, updated_index.snapshot
+    updated = updated_index.graph
     vat = updated.find("shop/tax.py::vat")[0]
     assert [updated.node(d)["qualname"] for d, t, _ in updated.out_edges(vat) if t == "CALLS"] == [
         "round_cents"
@@ -382,7 +370,7 @@ def test_incremental_update_replaces_only_the_changed_files_graph(poly_repo: Pat
     full_index = Index.open(poly_repo)
     full = full_index.graph
     assert full.ids == updated.ids and np.array_equal(full.edges, updated.edges)
-    # The ranking arrays too (an update hands write_graph only the fresh files' chunks).
-    updated_rows = np.load(updated_snapshot / "graph_rows.npy", allow_pickle=False)
-    full_rows = np.load(full_index.snapshot / "graph_rows.npy", allow_pickle=False)
+    # The ranking arrays too.
+    updated_rows = GraphRanker(updated_index).row_node
+    full_rows = GraphRanker(full_index).row_node
     assert len(full_rows) == len(full_index) and np.array_equal(updated_rows, full_rows)

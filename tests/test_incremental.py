@@ -1,17 +1,20 @@
 """Incremental updates answer exactly like a full rebuild at the same commit."""
 
 import filecmp
+import json
 import os
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pygit2
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from indexer import Index
 from indexer.index.build import build_index, update_index
-from indexer.index.store import current_snapshot
+from indexer.index.merge import merge
+from indexer.index.store import current_generation, current_snapshot
 
 from .conftest import JS_CART, PYTHON_BILLING, PYTHON_NET, commit_all, write_files
 
@@ -25,22 +28,59 @@ QUERIES = [
 ]
 
 
+def assert_same_view(ia: Index, ib: Index) -> None:
+    """The reader's row space of an incremental index (several segments, deletes) equals a
+    full build's: every array ranking reads, every chunk, every score of every query."""
+    assert ia.commit == ib.commit
+    assert ia.manifest["counts"] == ib.manifest["counts"]
+    assert ia.files == ib.files
+    assert len(ia) == len(ib)
+    np.testing.assert_array_equal(ia._fids, ib._fids)
+    np.testing.assert_array_equal(ia._chunk_file, ib._chunk_file)
+    np.testing.assert_array_equal(ia._chunk_flags, ib._chunk_flags)
+    np.testing.assert_array_equal(ia.lexical.doc_lengths, ib.lexical.doc_lengths)
+    assert ia._columns == ib._columns
+    assert [ia.chunk_at(r) for r in range(len(ia))] == [ib.chunk_at(r) for r in range(len(ib))]
+    if len(ia):
+        np.testing.assert_array_equal(
+            ia.dense.reconstruct(ia._fids), ib.dense.reconstruct(ib._fids)
+        )
+    assert ia.space.graph_facts() == ib.space.graph_facts()
+    for q in QUERIES:
+        ra, rb = ia.search(q), ib.search(q)
+        assert [(r.id, r.score, r.confidence) for r in ra] == [
+            (r.id, r.score, r.confidence) for r in rb
+        ], q
+        for terms in (q.lower().split(), ["def", "return"]):
+            for x, y in zip(ia.lexical.score(terms), ib.lexical.score(terms), strict=True):
+                np.testing.assert_array_equal(x, y)
+
+
 def assert_equivalent(repo: Path, incremental_dir: Path, tmp: Path) -> None:
-    """Same files byte for byte (manifest aside), same chunk ids, same top-10 answers."""
+    """Same rows, chunks, scores and answers as a full build; merged, the same bytes too."""
     full_dir = tmp / "full"
     shutil.rmtree(full_dir, ignore_errors=True)
     build_index(repo, index_dir=full_dir, progress=False)
-    a, b = current_snapshot(incremental_dir), current_snapshot(full_dir)
-    names = sorted(p.name for p in b.iterdir())
-    assert names == sorted(p.name for p in a.iterdir())
-    for name in names:
-        if name != "manifest.json":
-            assert filecmp.cmp(a / name, b / name, shallow=False), name
-    ia, ib = Index(a), Index(b)
-    assert ia.manifest["counts"] == ib.manifest["counts"]
-    assert ia.commit == ib.commit
-    for q in QUERIES:
-        assert [r.id for r in ia.search(q)] == [r.id for r in ib.search(q)], q
+    assert_same_view(
+        Index(current_generation(incremental_dir)), Index(current_generation(full_dir))
+    )
+    # Merged into one segment, the incremental index is the full build's segment, byte for byte.
+    merged_dir = tmp / "merged"
+    shutil.rmtree(merged_dir, ignore_errors=True)
+    shutil.copytree(incremental_dir, merged_dir)
+    merge(merged_dir, everything=True)
+    a, b = _segments(merged_dir), _segments(full_dir)
+    assert len(a) == len(b) <= 1
+    for x, y in zip(a, b, strict=True):
+        names = sorted(p.name for p in y.iterdir())
+        assert names == sorted(p.name for p in x.iterdir())
+        for name in names:
+            assert filecmp.cmp(x / name, y / name, shallow=False), name
+
+
+def _segments(index_dir: Path) -> list[Path]:
+    generation = json.loads(current_generation(index_dir).read_text())
+    return [index_dir / "segments" / s["name"] for s in generation["segments"]]
 
 
 def test_update_reuses_kept_files_and_matches_full_build(make_repo, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -151,10 +191,7 @@ def test_random_histories_match_full_rebuilds(tmp_path_factory, ops) -> None:  #
             full_dir = tmp / "full-rev"
             shutil.rmtree(full_dir, ignore_errors=True)
             build_index(root, rev=rev, index_dir=full_dir, progress=False)
-            a, b = current_snapshot(index_dir), current_snapshot(full_dir)
-            for p in b.iterdir():
-                if p.name != "manifest.json":
-                    assert filecmp.cmp(a / p.name, p, shallow=False), p.name
+            assert_same_view(Index(current_snapshot(index_dir)), Index(current_snapshot(full_dir)))
         else:
             assert_equivalent(root, index_dir, tmp)
 

@@ -19,21 +19,28 @@ from indexer.fresh.share import publish
 from indexer.index import integrity
 from indexer.index.build import update_index
 from indexer.index.integrity import chunk_sums
-from indexer.index.store import current_snapshot
+from indexer.index.store import current_generation
 
-from .conftest import SAMPLE_FILES, MakeRepo, commit_all, run_cli, write_files
+from .conftest import SAMPLE_FILES, MakeRepo, commit_all, live_segment, run_cli, write_files
 from .test_errors import assert_clean_error
 from .test_share import _republish_with, clone_with_index
 
 
 def _published(repo_path: Path, ref: str) -> dict[str, bytes]:
+    """manifest.json and, as `segment:<file>`, the files of the one published segment."""
     repo = pygit2.Repository(str(repo_path))
     tree = repo.references[ref].peel(pygit2.Commit).tree
-    return {e.name: bytes(repo[e.id].data) for e in tree}  # type: ignore[attr-defined]
+    out = {"manifest.json": bytes(tree["manifest.json"].data)}  # type: ignore[attr-defined]
+    (segment,) = list(tree["segments"])  # type: ignore[call-overload]
+    for e in repo[segment.id]:  # type: ignore[attr-defined]
+        out[f"segment:{e.name}"] = bytes(repo[e.id].data)  # type: ignore[attr-defined]
+    return out
 
 
-def _forge(files: dict[str, bytes], name: str, old: bytes, new: bytes) -> dict[str, bytes]:
+def _forge(published: dict[str, bytes], name: str, old: bytes, new: bytes) -> dict[str, bytes]:
     """What an attacker with push access does: change a file, then fix every checksum."""
+    files = {k.split(":", 1)[1]: v for k, v in published.items() if k.startswith("segment:")}
+    files["manifest.json"] = published["manifest.json"]
     assert len(old) == len(new) and old in files[name]
     forged = dict(files, **{name: files[name].replace(old, new)})
     load = lambda n: np.load(io.BytesIO(forged[n]), allow_pickle=False)  # noqa: E731
@@ -46,13 +53,18 @@ def _forge(files: dict[str, bytes], name: str, old: bytes, new: bytes) -> dict[s
     buffer = io.BytesIO()
     np.save(buffer, sums)
     forged["chunk_sums.npy"] = buffer.getvalue()
-    manifest = json.loads(forged["manifest.json"])
-    for file_name, info in manifest["files"].items():
+    segment = json.loads(forged["segment.json"])
+    for file_name, info in segment["artifacts"].items():
         info.update(
             bytes=len(forged[file_name]), sha256=hashlib.sha256(forged[file_name]).hexdigest()
         )
+    forged["segment.json"] = json.dumps(segment).encode()
+    manifest = json.loads(forged["manifest.json"])
+    for key, info in manifest["files"].items():
+        data = forged[key.split("/", 1)[1]]
+        info.update(bytes=len(data), sha256=hashlib.sha256(data).hexdigest())
     forged["manifest.json"] = json.dumps(manifest).encode()
-    return forged
+    return {n if n == "manifest.json" else f"segment:{n}": data for n, data in forged.items()}
 
 
 @pytest.mark.parametrize(
@@ -65,12 +77,7 @@ def _forge(files: dict[str, bytes], name: str, old: bytes, new: bytes) -> dict[s
             "not in its file",
         ),
         ("chunks.jsonl", b'"path": "net/retry.py"', b'"path": "net/retrx.py"', "does not belong"),
-        (
-            "files.json",
-            b'"path": "net/retry.py"',
-            b'"path": "net/retrx.py"',
-            "not a file of commit",
-        ),
+        ("file_paths.txt", b"net/retry.py", b"net/retrx.py", "not a file of commit"),
         ("chunks.jsonl", b"attempts=5, base_delay", b"attempts=9, base_delay", "signature"),
     ],
 )
@@ -80,9 +87,8 @@ def test_a_forged_shared_index_is_refused(
     assert run_cli("build", cwd=sample_repo).returncode == 0
     ref = publish(str(sample_repo))["ref"]
     forged = _forge(_published(sample_repo, ref), name, old, new)
-    _republish_with(
-        sample_repo, ref, {n: forged[n] for n in (name, "chunk_sums.npy", "manifest.json")}
-    )
+    changed = (f"segment:{name}", "segment:chunk_sums.npy", "segment:segment.json")
+    _republish_with(sample_repo, ref, {n: forged[n] for n in (*changed, "manifest.json")})
     clone = clone_with_index(sample_repo, tmp_path / "clone")
     proc = run_cli("pull", cwd=clone)
     assert_clean_error(proc, "rejected the index published at")
@@ -129,7 +135,7 @@ def test_verify_accepts_every_chunk_shape(make_repo: MakeRepo) -> None:
 def test_verify_finds_same_size_changes_and_forged_checksums(sample_repo: Path) -> None:
     assert run_cli("build", cwd=sample_repo).returncode == 0
     assert "ok:" in run_cli("verify", cwd=sample_repo).stdout
-    snapshot = current_snapshot(sample_repo / ".git" / "indexer")
+    snapshot = live_segment(sample_repo)
     texts = snapshot / "texts.bin"
     original = texts.read_bytes()
     texts.write_bytes(original.replace(b"base_delay * 2", b"base_delay * 0"))
@@ -137,20 +143,25 @@ def test_verify_finds_same_size_changes_and_forged_checksums(sample_repo: Path) 
     # Served text is checked per chunk, so `show` refuses instead of printing altered code.
     assert_clean_error(run_cli("show", "net/retry.py:5-12", cwd=sample_repo), "indexer build")
     # Someone who also fixes every checksum is caught by the check against git.
-    files = {p.name: p.read_bytes() for p in snapshot.iterdir()}
-    files["texts.bin"] = original
+    files = {f"segment:{p.name}": p.read_bytes() for p in snapshot.iterdir()}
+    files["segment:texts.bin"] = original
+    generation = current_generation(sample_repo / ".git" / "indexer")
+    listed = {f"s/{p.name}": {} for p in snapshot.iterdir() if p.name != "segment.json"}
+    files["manifest.json"] = json.dumps({"files": listed}).encode()
     forged = _forge(files, "texts.bin", b"base_delay * 2", b"base_delay * 0")
     for file_name, data in forged.items():
-        (snapshot / file_name).write_bytes(data)
+        if file_name.startswith("segment:"):
+            (snapshot / file_name.split(":", 1)[1]).write_bytes(data)
+    assert generation.is_file()
     assert_clean_error(run_cli("verify", cwd=sample_repo), "does not match the repository")
 
 
 @pytest.mark.parametrize(
-    "name", ["bm25_vocab.json", "columns.json", "files.json", "chunk_fids.npy"]
+    "name", ["bm25_terms.txt", "symbols.txt", "file_paths.txt", "chunk_fids.npy"]
 )
 def test_damaged_files_are_one_line_errors(sample_repo: Path, name: str) -> None:
     assert run_cli("build", cwd=sample_repo).returncode == 0
-    path = current_snapshot(sample_repo / ".git" / "indexer") / name
+    path = live_segment(sample_repo) / name
     data = bytearray(path.read_bytes())
     data[len(data) // 2] ^= 0xFF  # same size: only a checksum or a decode notices
     path.write_bytes(bytes(data))
@@ -180,7 +191,8 @@ def test_fuzzed_artifacts_give_correct_results_or_a_clean_error(
     # With nothing hashed on load, every flip reaches the decoders and the per-chunk sums.
     monkeypatch.setattr(integrity, "SMALL_FILE_BYTES", hashed_on_load)
     assert run_cli("build", cwd=sample_repo).returncode == 0
-    snapshot = current_snapshot(sample_repo / ".git" / "indexer")
+    snapshot = live_segment(sample_repo)
+    generation = current_generation(sample_repo / ".git" / "indexer")
     rng = random.Random(10)
     outcomes = {"clean error": 0, "served": 0}
     for path in sorted(p for p in snapshot.iterdir() if p.is_file()):
@@ -195,7 +207,7 @@ def test_fuzzed_artifacts_give_correct_results_or_a_clean_error(
                     data[rng.randrange(lo, len(data))] ^= 1 << rng.randrange(8)
             path.write_bytes(bytes(data))
             try:
-                index = Index(snapshot)
+                index = Index(generation)
                 _served_text_is_from_the_repository(index)
                 index.status()
                 outcomes["served"] += 1
@@ -208,12 +220,15 @@ def test_fuzzed_artifacts_give_correct_results_or_a_clean_error(
     assert outcomes["served"] > 0 or hashed_on_load
 
 
-def test_an_update_never_copies_damaged_rows(sample_repo: Path) -> None:
+def test_a_merge_never_copies_damaged_rows(sample_repo: Path) -> None:
     assert run_cli("build", cwd=sample_repo).returncode == 0
-    texts = current_snapshot(sample_repo / ".git" / "indexer") / "texts.bin"
-    texts.write_bytes(texts.read_bytes().replace(b"base_delay * 2", b"base_delay * 0"))
     write_files(sample_repo, {"later.py": "def later():\n    return 1\n"})
     commit_all(sample_repo, "later")
-    report = update_index(sample_repo, progress=False)
-    assert report.mode == "full"  # the damaged base was not used
+    assert update_index(sample_repo, progress=False).segments == 2
+    texts = live_segment(sample_repo) / "texts.bin"
+    texts.write_bytes(texts.read_bytes().replace(b"base_delay * 2", b"base_delay * 0"))
+    before = current_generation(sample_repo / ".git" / "indexer")
+    assert_clean_error(run_cli("optimize", cwd=sample_repo), "fails its checksum")
+    assert current_generation(sample_repo / ".git" / "indexer") == before
+    assert run_cli("build", cwd=sample_repo).returncode == 0  # a full build repairs
     assert run_cli("verify", cwd=sample_repo).returncode == 0

@@ -10,7 +10,8 @@ import pytest
 from indexer import Index, build_index
 from indexer.index.build import update_index
 from indexer.search.budget import count_tokens
-from indexer.search.savings import flush, report
+from indexer.search.savings import flush
+from indexer.search.savings_report import report
 from indexer.serve.mcp_server import Service
 from indexer.source.chunker import chunk_file, chunk_records
 from indexer.source.languages import is_code

@@ -47,7 +47,7 @@ def test_a_clone_searches_without_building(sample_repo: Path, tmp_path: Path) ->
     proc = run_cli("pull", "--json", cwd=clone)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["updated"] is False
-    assert not (clone / ".git" / "indexer" / "blobcache").exists()  # nothing was chunked
+    assert json.loads(proc.stdout)["adopted"] is True  # nothing was chunked
     results = Index.open(clone).search("InvoiceCalculator")
     assert results[0].qualname == "InvoiceCalculator"
 
@@ -65,14 +65,28 @@ def test_pull_for_an_ancestor_updates_incrementally(sample_repo: Path, tmp_path:
     assert index.search("added_after_publish")[0].symbol == "added_after_publish"
 
 
+def _with_file(repo: pygit2.Repository, tree: pygit2.Tree | None, path: str, data: bytes) -> object:
+    """`tree` with the file at `path` (slash-separated) replaced or added."""
+    builder = repo.TreeBuilder(tree) if tree is not None else repo.TreeBuilder()
+    head, _, rest = path.partition("/")
+    if not rest:
+        builder.insert(head, repo.create_blob(data), pygit2.enums.FileMode.BLOB)
+    else:
+        sub = tree[head] if tree is not None and head in tree else None
+        builder.insert(head, _with_file(repo, sub, rest, data), pygit2.enums.FileMode.TREE)  # type: ignore[arg-type]
+    return builder.write()
+
+
 def _republish_with(repo_path: Path, ref: str, change: dict[str, bytes]) -> None:
     repo = pygit2.Repository(str(repo_path))
     tree = repo.references[ref].peel(pygit2.Commit).tree
-    builder = repo.TreeBuilder(tree)
     for name, data in change.items():
-        builder.insert(name, repo.create_blob(data), pygit2.enums.FileMode.BLOB)
+        if name.startswith("segment:"):  # a file of the published segment
+            segment = next(iter(tree["segments"])).name  # type: ignore[attr-defined]
+            name = f"segments/{segment}/{name.split(':', 1)[1]}"
+        tree = repo[_with_file(repo, tree, name, data)]  # type: ignore[index]
     sig = pygit2.Signature("x", "x@example.com")
-    commit = repo.create_commit(None, sig, sig, "tampered", builder.write(), [])
+    commit = repo.create_commit(None, sig, sig, "tampered", tree.id, [])
     repo.references.create(ref, commit, force=True)
 
 
@@ -81,7 +95,7 @@ def test_tampered_or_foreign_artifacts_are_rejected(sample_repo: Path) -> None:
     ref = publish(str(sample_repo))["ref"]
     before = Index.open(sample_repo).snapshot
 
-    _republish_with(sample_repo, ref, {"texts.bin": b"malicious"})
+    _republish_with(sample_repo, ref, {"segment:texts.bin": b"malicious"})
     with pytest.raises(IndexerError, match="checksum"):
         pull(str(sample_repo))
     proc = run_cli("pull", cwd=sample_repo)

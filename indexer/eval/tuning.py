@@ -30,13 +30,9 @@ OBJECTIVE = ("file_recall@10", "mrr")
 
 
 def iter_chunks(index: Index) -> Iterator[Chunk]:
-    """Every chunk of a snapshot in row order, read sequentially (fast, unlike chunk_at)."""
-    _, text_off = index._offsets
-    texts = (index.snapshot / "texts.bin").read_bytes()
-    with (index.snapshot / "chunks.jsonl").open("rb") as meta:
-        for row, line in enumerate(meta):
-            text = texts[int(text_off[row]) : int(text_off[row + 1])].decode("utf-8")
-            yield Chunk(**json.loads(line), text=text)
+    """Every chunk of an index in row order."""
+    for row in range(len(index)):
+        yield index.chunk_at(row)
 
 
 def chunk_dense_terms(chunk: Chunk) -> list[str]:

@@ -116,7 +116,21 @@ def run_updates(repo: str | None, index_dir: Path, rev: str | None = None) -> in
                     (index_dir / FAILURE).write_text(json.dumps(failure), encoding="utf-8")
             if not (index_dir / PENDING).exists():
                 break
+        _merge_in_background(index_dir)
     return 0
+
+
+def _merge_in_background(index_dir: Path) -> None:
+    """After the hook's updates, still holding the lock: merge segments if the tiered policy
+    asks for it (indexer/index/merge.py). Searches see the update before this starts."""
+    from ..index.merge import merge
+
+    try:
+        result = merge(index_dir)
+        if result["merged"]:
+            log(index_dir, f"merged {result['merged']} segments in {result['seconds']:.2f}s")
+    except Exception as exc:  # a failed merge leaves the generation as it was
+        log(index_dir, f"merge failed: {exc!r}")
 
 
 def start_background_update(repo: str | None, index_dir: Path) -> None:

@@ -15,6 +15,7 @@ what they say.
 
 from __future__ import annotations
 
+import gzip
 import io
 import json
 import re
@@ -26,6 +27,7 @@ import numpy as np
 from ..errors import IndexerError
 from ..index.dense import faiss_id
 from ..index.integrity import CHUNK_SUMS, check_rows, chunk_sums
+from ..index.segment import GRAPH_FACTS
 from ..source.chunker import chunk_id, path_stem
 from ..source.datafiles import data_records
 from ..source.notebook import cell_source
@@ -39,11 +41,25 @@ class ProvenanceError(IndexerError):
     """A chunk that is not what the repository holds."""
 
 
-def check_provenance(read: Callable[[str], bytes], names: set[str], repo: Any, commit: str) -> int:
-    """Verify a snapshot's content against git; `read(name)` returns a file's bytes. Returns the
-    number of chunks checked; raises ProvenanceError (one line) on the first mismatch."""
+def check_provenance(
+    read: Callable[[str], bytes], manifest: dict[str, Any], repo: Any, commit: str
+) -> int:
+    """Verify every segment of a generation against git; `read("segment/file")` returns a
+    file's bytes. A file a segment no longer serves (deleted) must still be its blob's content,
+    as a later update may copy its rows back. Returns the number of chunks checked; raises
+    ProvenanceError (one line) on the first mismatch."""
+    names = set(manifest["files"])
+    checked = 0
     try:
-        return _check(read, names, repo, commit)
+        for entry in manifest["segments"]:
+            segment = entry["name"]
+
+            def read_one(name: str, segment: str = segment) -> bytes:
+                return read(f"{segment}/{name}")
+
+            mine = {n.split("/", 1)[1] for n in names if n.split("/", 1)[0] == segment}
+            checked += _check(read_one, mine, repo, commit, set(entry.get("deleted", [])))
+        return checked
     except ProvenanceError:
         raise
     except (ValueError, KeyError, IndexError, TypeError, AttributeError) as exc:
@@ -55,14 +71,39 @@ def _array(read: Callable[[str], bytes], name: str) -> np.ndarray:
     return array
 
 
-def _check(read: Callable[[str], bytes], names: set[str], repo: Any, commit: str) -> int:
+def _lines(read: Callable[[str], bytes], name: str, count: int | None = None) -> list[str]:
+    """A text column (indexer/index/segment.py); `count` rows when known (an empty file is one
+    empty value or none)."""
+    data = read(name).decode("utf-8")
+    if count is None:
+        return data.split("\n") if data else []
+    return data.split("\n") if count else []
+
+
+def _check(
+    read: Callable[[str], bytes], names: set[str], repo: Any, commit: str, deleted: set[str]
+) -> int:
     import pygit2
 
     tree = repo[commit].peel(pygit2.Commit).tree
-    files = json.loads(read("files.json"))
+    paths_, blobs = _lines(read, "file_paths.txt"), _lines(read, "file_blobs.txt")
+    languages = _lines(read, "file_languages.txt")
+    files = [
+        {"path": p, "blob": b, "language": lang}
+        for p, b, lang in zip(paths_, blobs, languages, strict=True)
+    ]
     texts_of: dict[str, _FileText] = {}
     for f in files:
         path, blob = f["path"], f["blob"]
+        if path in deleted:  # no longer served: still the content of the blob it names
+            try:
+                data = bytes(repo[blob].data)
+            except (KeyError, ValueError):
+                raise ProvenanceError(
+                    f"{path!r} names blob {blob[:12]} git does not have"
+                ) from None
+            texts_of[path] = _FileText(redact(data)[0])
+            continue
         try:
             entry = tree[path]
         except KeyError:
@@ -76,8 +117,12 @@ def _check(read: Callable[[str], bytes], names: set[str], repo: Any, commit: str
     rows = len(meta_offsets) - 1
     check_rows(rows, meta, texts, meta_offsets, text_offsets)
     chunk_file, fids = _array(read, "chunk_file.npy"), _array(read, "chunk_fids.npy")
-    columns = json.loads(read("columns.json"))
-    if len(chunk_file) != rows or len(fids) != rows or len(columns["symbols"]) != rows:
+    columns = {n: _lines(read, f"{n}.txt", rows) for n in ("symbols", "kinds", "defines")}
+    if (
+        len(chunk_file) != rows
+        or len(fids) != rows
+        or any(len(c) != rows for c in columns.values())
+    ):
         raise ProvenanceError("its row arrays disagree in length")
     if CHUNK_SUMS in names and not np.array_equal(
         _array(read, CHUNK_SUMS), chunk_sums(meta, meta_offsets, texts, text_offsets)
@@ -126,19 +171,22 @@ def _check(read: Callable[[str], bytes], names: set[str], repo: Any, commit: str
         ):
             raise ProvenanceError(f"{where} disagrees with the ranking columns")
         paths[record["id"]] = record["path"]
-    if "graph.json" in names:
-        _check_graph(json.loads(read("graph.json")), paths, set(texts_of))
+    if GRAPH_FACTS in names:
+        _check_graph(json.loads(gzip.decompress(read(GRAPH_FACTS))), paths, set(texts_of))
     return rows
 
 
-def _check_graph(graph: dict[str, Any], chunk_paths: dict[str, str], file_paths: set[str]) -> None:
-    from ..index.graph import _SYMBOL_KINDS
-
-    for node, kind, path in zip(graph["ids"], graph["kind"], graph["path"], strict=True):
-        if kind in _SYMBOL_KINDS and chunk_paths.get(node) != path:
-            raise ProvenanceError(f"its code graph names a symbol {node!r} that is no chunk")
-        if kind == "file" and path not in file_paths:
+def _check_graph(facts: dict[str, Any], chunk_paths: dict[str, str], file_paths: set[str]) -> None:
+    """Graph facts name only the segment's files, and symbols only chunks of their file."""
+    for path, fact in facts.items():
+        if path not in file_paths:
             raise ProvenanceError(f"its code graph names a file {path!r} that is not indexed")
+        for symbol in fact["symbols"]:
+            for node in [symbol[0], *symbol[5]]:
+                if chunk_paths.get(node) != path:
+                    raise ProvenanceError(
+                        f"its code graph names a symbol {node!r} that is no chunk"
+                    )
 
 
 def _is_marker(line: str) -> bool:
@@ -265,17 +313,18 @@ def verify_index(repo_path: str | None, index_dir: str | None = None) -> dict[st
     from pathlib import Path
 
     from ..errors import CorruptIndexError
-    from ..index.store import current_snapshot, default_index_dir, read_manifest
+    from ..index.reader import open_generation
+    from ..index.store import SEGMENTS, current_generation, default_index_dir
     from ..source.gitsource import open_repository
 
     repo = open_repository(repo_path)
     directory = Path(index_dir) if index_dir else default_index_dir(repo.path)
-    snapshot = current_snapshot(directory)
-    manifest = read_manifest(snapshot, verify=True)
+    snapshot = current_generation(directory)
+    manifest, _ = open_generation(snapshot, verify=True)
     names = set(manifest["files"])
     try:
         chunks = check_provenance(
-            lambda n: (snapshot / n).read_bytes(), names, repo, manifest["commit"]
+            lambda n: (directory / SEGMENTS / n).read_bytes(), manifest, repo, manifest["commit"]
         )
     except ProvenanceError as exc:
         raise CorruptIndexError(f"the index does not match the repository: {exc}") from None

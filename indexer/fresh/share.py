@@ -1,10 +1,13 @@
-"""Share artifacts through git: publish a snapshot as a commit on a dedicated ref, pull it back.
+"""Share artifacts through git: publish a generation as a commit on a ref, pull it back.
 
-`publish` writes blobs, a tree and a commit on `refs/indexer/<branch>` whose parent is the
-previous publish, so plain fetches fast-forward; publishing an index identical to the last one
-is a no-op. The work tree, the git index and HEAD are never touched. `pull [--remote R]` fetches
-the published refs itself, adopts the best one for HEAD (indexed commit HEAD, an ancestor, a
-descendant or another branch: the incremental update diffs trees) and brings it to HEAD.
+`publish` writes a commit on `refs/indexer/<branch>` whose parent is the previous publish, so
+plain fetches fast-forward; its tree is `manifest.json` (the generation, with every segment
+file's size and sha256) and `segments/<name>/<file>`: segments are immutable, so a publish after
+a small commit adds only the new segment's blobs and trees (git stores the others once).
+Publishing an index identical to the last one is a no-op. The work tree, the git index and
+HEAD are never touched. `pull [--remote R]` fetches the published refs itself, adopts the best
+one for HEAD (indexed commit HEAD, an ancestor, a descendant or another branch: the incremental
+update diffs trees) and brings it to HEAD.
 Fetched artifacts are data only: every file is checked against the manifest's size and
 sha256, only known file names are accepted, and nothing in them is executable.
 As the ref's pusher can fix those checksums too, every chunk is then checked against the git
@@ -25,21 +28,24 @@ from typing import Any
 import pygit2
 
 from ..errors import IndexerError
+from ..index.reader import open_generation
 from ..index.store import (
     FORMAT_VERSION,
-    MANIFEST,
-    SnapshotWriter,
-    current_snapshot,
+    SEGMENTS,
+    SegmentWriter,
+    current_generation,
     default_index_dir,
-    read_manifest,
+    publish_generation,
 )
 from ..index.vectors import StaticVectors, default_table_dir
 from ..source.gitsource import open_repository
 from . import published_refs
 
 REF_PREFIX = published_refs.REF_PREFIX
-# Every file a snapshot may hold: anything else in a fetched tree is rejected.
-ALLOWED_FILES = re.compile(r"^(manifest\.json|[a-z0-9_]+\.(json|jsonl|npy|bin|faiss))$")
+MANIFEST = "manifest.json"
+# Every file a segment may hold, and segment names: anything else in a fetched tree is rejected.
+ALLOWED_FILES = re.compile(r"^[a-z0-9_]+\.(json|jsonl|npy|bin|faiss|txt|json\.gz)$")
+SEGMENT_NAME = re.compile(r"^[0-9a-z]{1,40}-[0-9]{1,24}$")
 
 
 def default_ref(repo: pygit2.Repository) -> str:
@@ -75,8 +81,7 @@ def publish(
     is already this one. With `chain` the commit's parent is the previous publish."""
     repo = open_repository(repo_path)
     directory = Path(index_dir) if index_dir else default_index_dir(repo.path)
-    snapshot = current_snapshot(directory)
-    manifest = read_manifest(snapshot, verify=True)
+    manifest = _published_manifest(directory)
     full_ref = _full_ref(ref, repo)
     previous = _ref_commit(repo, full_ref)
     result = {
@@ -84,13 +89,22 @@ def publish(
         "indexed_commit": manifest["commit"],
         "files": len(manifest["files"]) + 1,
     }
-    builder = repo.TreeBuilder()
-    for path in sorted(snapshot.iterdir()):
-        if path.is_file() and ALLOWED_FILES.match(path.name):
-            builder.insert(
-                path.name, repo.create_blob_fromdisk(str(path)), pygit2.enums.FileMode.BLOB
-            )
-    tree = builder.write()
+    by_segment: dict[str, Any] = {}
+    for key in manifest["files"]:
+        name, file_name = key.split("/", 1)
+        by_segment.setdefault(name, repo.TreeBuilder()).insert(
+            file_name,
+            repo.create_blob_fromdisk(str(directory / SEGMENTS / key)),
+            pygit2.enums.FileMode.BLOB,
+        )
+    segments = repo.TreeBuilder()
+    for name, builder in sorted(by_segment.items()):
+        segments.insert(name, builder.write(), pygit2.enums.FileMode.TREE)
+    root = repo.TreeBuilder()
+    text = json.dumps(manifest, indent=1, sort_keys=True).encode("utf-8")
+    root.insert(MANIFEST, repo.create_blob(text), pygit2.enums.FileMode.BLOB)
+    root.insert(SEGMENTS, segments.write(), pygit2.enums.FileMode.TREE)
+    tree = root.write()
     if previous is not None and _same_index(repo, previous, tree, manifest):
         return {**result, "commit": str(previous.id), "changed": False}
     signature = pygit2.Signature("indexer", "indexer@localhost", int(time.time()), 0)
@@ -126,6 +140,25 @@ def _same_index(
         return {e.name: str(e.id) for e in t if e.name != MANIFEST}
 
     return artifacts(previous.tree) == artifacts(new_tree)
+
+
+def _published_manifest(directory: Path) -> dict[str, Any]:
+    """The current generation, fully verified, with `files` listing every segment file
+    (segment.json included) by `segment/file`, and no machine-local fields."""
+    manifest, parts = open_generation(current_generation(directory), verify=True)
+    files = dict(manifest["files"])
+    for segment, _ in parts:
+        assert segment.directory is not None
+        path = segment.directory / "segment.json"
+        files[f"{segment.name}/segment.json"] = {
+            "bytes": path.stat().st_size,
+            "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+        }
+    local = ("repo_root", "pulled_from", "created", "tool_version")
+    published = {k: v for k, v in manifest.items() if k not in local}
+    published["vectors"] = {k: v for k, v in manifest["vectors"].items() if k != "dir"}
+    published["files"] = files
+    return published
 
 
 def _checksums(manifest: dict[str, Any]) -> dict[str, Any]:
@@ -210,7 +243,7 @@ def _how_to_fetch(remote: str | None) -> str:
 
 def _local_manifest(directory: Path) -> dict[str, Any] | None:
     try:
-        return read_manifest(current_snapshot(directory))
+        return _published_manifest(directory)
     except IndexerError:
         return None
 
@@ -223,37 +256,58 @@ def _adopt(
     ref: str,
     commit: str,
 ) -> None:
-    writer = SnapshotWriter(directory)
-    try:
-        for name, data in files.items():
-            if name != MANIFEST:
-                (writer.path / name).write_bytes(data)
-        local = {
-            k: v
-            for k, v in manifest.items()
-            if k not in ("files", "format_version", "tool_version", "created")
-        }
-        local["repo_root"] = str(Path(repo.workdir or repo.path))
-        local["vectors"] = {**manifest["vectors"], "dir": str(default_table_dir())}
-        local["pulled_from"] = {"ref": ref, "commit": commit}
-        writer.publish(local)
-    except BaseException:
-        writer.abort()
-        raise
+    names = {key.split("/", 1)[0] for key in files if key != MANIFEST}
+    for name in sorted(names):
+        existing = directory / SEGMENTS / name
+        mine = {k.split("/", 1)[1]: v for k, v in files.items() if k.startswith(name + "/")}
+        if existing.is_dir():
+            if (existing / "segment.json").read_bytes() == mine["segment.json"]:
+                continue  # segments are immutable: already here
+            raise IndexerError(f"a different local segment is named {name}; run `indexer build`")
+        writer = SegmentWriter(directory)
+        try:
+            for file_name, data in mine.items():
+                (writer.path / file_name).write_bytes(data)
+            writer.finish(name)
+        except BaseException:
+            writer.abort()
+            raise
+    local = {
+        k: v
+        for k, v in manifest.items()
+        if k not in ("files", "format_version", "tool_version", "created")
+    }
+    local["repo_root"] = str(Path(repo.workdir or repo.path))
+    local["vectors"] = {**manifest["vectors"], "dir": str(default_table_dir())}
+    local["pulled_from"] = {"ref": ref, "commit": commit}
+    publish_generation(directory, local)
 
 
 def _verified_files(repo: pygit2.Repository, tree: pygit2.Tree, ref: str) -> dict[str, bytes]:
     """The published files, each checked against the manifest; a clear error otherwise."""
     reject = f"rejected the index published at {ref}"
     files: dict[str, bytes] = {}
-    for entry in tree:
-        name = entry.name or ""
+
+    def blob_of(entry: Any, name: str) -> bytes:
         if entry.type_str != "blob" or entry.filemode != pygit2.enums.FileMode.BLOB:
             raise IndexerError(f"{reject}: {name!r} is not a regular file")
-        if not ALLOWED_FILES.match(name):
+        return bytes(repo[entry.id].data)  # type: ignore[attr-defined]
+
+    for entry in tree:
+        name = entry.name or ""
+        if name == MANIFEST:
+            files[name] = blob_of(entry, name)
+        elif name == SEGMENTS and entry.type_str == "tree":
+            for segment in repo[entry.id]:  # type: ignore[attr-defined]
+                if segment.type_str != "tree" or not SEGMENT_NAME.match(segment.name or ""):
+                    raise IndexerError(f"{reject}: unexpected segment {segment.name!r}")
+                for item in repo[segment.id]:  # type: ignore[attr-defined]
+                    key = f"{segment.name}/{item.name}"
+                    if not ALLOWED_FILES.match(item.name or ""):
+                        raise IndexerError(f"{reject}: unexpected file {key!r}")
+                    files[key] = blob_of(item, key)
+        else:
             raise IndexerError(f"{reject}: unexpected file {name!r}")
-        blob: Any = repo[entry.id]
-        files[name] = bytes(blob.data)
     if MANIFEST not in files:
         raise IndexerError(f"{reject}: no manifest.json")
     try:
@@ -270,6 +324,12 @@ def _verified_files(repo: pygit2.Repository, tree: pygit2.Tree, ref: str) -> dic
         raise IndexerError(f"{reject}: the manifest is incomplete")
     if set(listed) != set(files) - {MANIFEST}:
         raise IndexerError(f"{reject}: files do not match the manifest")
+    segments = manifest.get("segments")
+    stored = {key.split("/", 1)[0] for key in listed}
+    if not isinstance(segments, list) or stored != {
+        s.get("name") for s in segments if isinstance(s, dict)
+    }:
+        raise IndexerError(f"{reject}: segments do not match the manifest")
     for name, info in listed.items():
         data = files[name]
         if len(data) != info.get("bytes") or hashlib.sha256(data).hexdigest() != info.get("sha256"):
@@ -292,7 +352,7 @@ def _check_content(
             f"not {CHUNKER_VERSION}; publish it again with this version or run `indexer build`"
         )
     try:
-        check_provenance(files.__getitem__, set(files), repo, manifest["commit"])
+        check_provenance(files.__getitem__, manifest, repo, manifest["commit"])
     except ProvenanceError as exc:
         raise IndexerError(f"{reject}: {exc} (forged or damaged; nothing was adopted)") from None
 

@@ -1,1 +1,1 @@
-"""chunks -> BM25, static vectors, FAISS, code graph -> the index on disk."""
+"""Chunks -> BM25 postings, vectors and graph facts -> immutable segments on disk."""

@@ -65,6 +65,14 @@ class DenseIndex:
             return ids, np.zeros((0, inner.d), dtype=np.float16)
         return ids, np.asarray(inner.sa_decode(codes), dtype=np.float16)
 
+    def code_ranges(self) -> np.ndarray:
+        """The per-dimension ranges the codes were made with (`build`'s `ranges`)."""
+        import faiss
+
+        inner = faiss.downcast_index(self.index.index)  # type: ignore[attr-defined]
+        trained = faiss.vector_to_array(inner.sq.trained)  # type: ignore[attr-defined]
+        return np.asarray(-trained[: len(trained) // 2], dtype=np.float32)  # vmin = -ranges
+
     @property
     def ntotal(self) -> int:
         return int(self.index.ntotal)  # type: ignore[attr-defined]

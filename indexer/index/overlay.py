@@ -219,8 +219,19 @@ def kept_overlay(root: Path, watch: bool, keep: bool) -> WorktreeOverlay:
 
 
 def overlaid(index: Index, state: OverlayState) -> Index:
-    """`index` with the overlay's files in place of their committed rows."""
-    # Until the segment reader lands (issue 8), the commit alone answers.
-    view = index
+    """`index` with the overlay's files as one in-memory segment in place of their committed
+    rows: the reader (indexer/index/reader.py) lays them out in path order and scores them with
+    the statistics of every live row, as if a generation held them."""
+    from .writer import FreshFile, assemble
+
+    table = index.vectors
+    if index._parts and "_quantizer_ranges" not in table.__dict__:
+        # The codes' ranges are the table's, stored in every segment's FAISS index: read them
+        # there rather than recompute them from the whole table (the same numbers).
+        table.__dict__["_quantizer_ranges"] = index._parts[0][0].dense.code_ranges()
+    time = int(index.manifest["commit_time"])  # uncommitted = as recent as the indexed commit
+    files = [FreshFile(f.path, f.blob, f.language, time, f.entry) for f in state.files]
+    segment = assemble(list(files), table, {}) if files else None
+    view = index.with_overlay(segment, state.masked)
     view.worktree = state
     return view

@@ -1,20 +1,22 @@
-"""Artifacts on disk: one directory per repository, immutable snapshots, an atomic CURRENT pointer.
+"""Artifacts on disk: immutable segments, generation manifests, an atomic CURRENT pointer.
 
 Layout (default inside the repository's git directory, so nothing shows in `git status`):
 
     <git-dir>/indexer/
-        CURRENT                 name of the live snapshot (replaced atomically)
-        snapshots/<name>/       manifest.json + data files; never modified once published
+        CURRENT                     name of the live generation (replaced atomically)
+        generations/<name>.json     one manifest per generation: the live segments, each with
+                                    the paths it no longer serves; never modified
+        segments/<name>/            a segment's files (indexer/index/segment.py); never modified
 
-A build writes a new snapshot into a temporary directory, fsyncs it, renames it into place and
-then swaps CURRENT. A reader that opened the previous snapshot keeps reading it; it is deleted
-only after a later build (the newest two are kept). Every file is JSON or .npy (loaded with
-allow_pickle=False) or a FAISS index: loading never executes code.
+A writer fills a segment in a temporary directory, fsyncs it and renames it into place, then
+writes the generation manifest (temporary file, fsync, rename) and only then swaps CURRENT:
+killed at any point, the previous generation stays live and complete. A reader holds the
+generation it opened; the newest KEEP_GENERATIONS generations and every segment they use are
+kept (switching back to a recently indexed commit only moves CURRENT), the rest is removed.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -26,33 +28,12 @@ from typing import Any
 from .. import __version__
 from ..errors import CorruptIndexError, NoIndexError
 
-FORMAT_VERSION = 2
-# Files every snapshot of this format holds (the code graph's are optional extras).
-REQUIRED_FILES = frozenset(
-    {
-        "chunks.jsonl",
-        "chunk_offsets.npy",
-        "texts.bin",
-        "text_offsets.npy",
-        "chunk_fids.npy",
-        "chunk_file.npy",
-        "chunk_flags.npy",
-        "columns.json",
-        "files.json",
-        "skipped.json",
-        "bm25_indptr.npy",
-        "bm25_docs.npy",
-        "bm25_scores.npy",
-        "bm25_idf.npy",
-        "bm25_tfs.npy",
-        "bm25_doclen.npy",
-        "bm25_vocab.json",
-        "dense.faiss",
-    }
-)
-MANIFEST = "manifest.json"
+FORMAT_VERSION = 3
+GENERATIONS = "generations"
+SEGMENTS = "segments"
 TMP_PREFIX = ".tmp-"
-KEEP_SNAPSHOTS = 3  # an update publishes twice (see build.py); older readers keep theirs
+KEEP_GENERATIONS = 4  # open readers and `switch back` use recent ones
+REBUILD = "run `indexer build` to rebuild"
 
 
 def default_index_dir(git_dir: str | os.PathLike[str]) -> Path:
@@ -60,14 +41,6 @@ def default_index_dir(git_dir: str | os.PathLike[str]) -> Path:
     if override:
         return Path(override)
     return Path(git_dir) / "indexer"
-
-
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def _fsync_dir(path: Path) -> None:
@@ -85,7 +58,7 @@ def _fsync_dir(path: Path) -> None:
 
 def write_text_atomic(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f"{TMP_PREFIX}{os.getpid()}-")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
@@ -98,75 +71,90 @@ def write_text_atomic(path: Path, text: str) -> None:
     _fsync_dir(path.parent)
 
 
-class SnapshotWriter:
-    """Collects a new snapshot in a temporary directory; `publish` makes it current atomically."""
+def new_name(commit: str) -> str:
+    return f"{commit[:12]}-{time.time_ns()}"
+
+
+class SegmentWriter:
+    """A segment being written: a temporary directory until `finish` renames it into place."""
 
     def __init__(self, index_dir: Path) -> None:
         self.index_dir = index_dir
-        (index_dir / "snapshots").mkdir(parents=True, exist_ok=True)
-        remove_stale_temporaries(index_dir / "snapshots")
+        directory = index_dir / SEGMENTS
+        directory.mkdir(parents=True, exist_ok=True)
+        remove_stale_temporaries(directory)
         # The pid in the name tells a later run whether the writer is still alive.
-        self.path = Path(
-            tempfile.mkdtemp(dir=index_dir / "snapshots", prefix=f"{TMP_PREFIX}{os.getpid()}-")
-        )
+        self.path = Path(tempfile.mkdtemp(dir=directory, prefix=f"{TMP_PREFIX}{os.getpid()}-"))
 
     def abort(self) -> None:
         shutil.rmtree(self.path, ignore_errors=True)
 
-    def link_from(self, snapshot: Path, files: dict[str, dict[str, Any]]) -> None:
-        """Hard-link (or copy) another snapshot's files: snapshots are immutable, so sharing
-        their inodes is safe and costs no disk."""
-        for name in files:
-            try:
-                os.link(snapshot / name, self.path / name)
-            except OSError:
-                shutil.copy2(snapshot / name, self.path / name)
-
-    def publish(
-        self, manifest: dict[str, Any], known: dict[str, dict[str, Any]] | None = None
-    ) -> Path:
-        """Checksum, fsync and atomically make current. `known` holds checksums of files linked
-        from a published snapshot (already synced and verified)."""
-        files: dict[str, dict[str, Any]] = {}
-        for item in sorted(self.path.iterdir()):
-            info = (known or {}).get(item.name)
-            if info is not None and info.get("bytes") == item.stat().st_size:
-                files[item.name] = info
-                continue
-            with item.open("rb") as fh:
-                os.fsync(fh.fileno())
-            files[item.name] = {"bytes": item.stat().st_size, "sha256": sha256_file(item)}
-        manifest = {
-            "format_version": FORMAT_VERSION,
-            "tool_version": __version__,
-            "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            **manifest,
-            "files": files,
-        }
-        (self.path / MANIFEST).write_text(json.dumps(manifest, indent=1), encoding="utf-8")
+    def finish(self, name: str) -> Path:
         _fsync_dir(self.path)
-        name = f"{manifest.get('commit', 'none')[:12]}-{time.time_ns()}"
-        final = self.index_dir / "snapshots" / name
+        final = self.index_dir / SEGMENTS / name
         os.rename(self.path, final)
         _fsync_dir(final.parent)
-        write_text_atomic(self.index_dir / "CURRENT", name + "\n")
-        self._collect_garbage(keep=name)
         return final
 
-    def _collect_garbage(self, keep: str) -> None:
-        snapshots = self.index_dir / "snapshots"
-        names = sorted(
-            (p for p in snapshots.iterdir() if p.is_dir() and not p.name.startswith(".")),
-            key=lambda p: p.stat().st_mtime,
-            reverse=True,
-        )
-        kept = 0
-        for path in names:
-            if path.name == keep or kept < KEEP_SNAPSHOTS:
-                kept += 1
-                continue
-            shutil.rmtree(path, ignore_errors=True)
-        remove_stale_temporaries(snapshots)
+
+def publish_generation(index_dir: Path, manifest: dict[str, Any]) -> Path:
+    """Write a generation manifest and make it current (atomically); collect garbage."""
+    manifest = {
+        "format_version": FORMAT_VERSION,
+        "tool_version": __version__,
+        "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        **manifest,
+    }
+    name = new_name(str(manifest.get("commit", "none")))
+    path = index_dir / GENERATIONS / f"{name}.json"
+    write_text_atomic(path, json.dumps(manifest, indent=1))
+    write_text_atomic(index_dir / "CURRENT", name + "\n")
+    collect_garbage(index_dir)
+    return path
+
+
+def generation_paths(index_dir: Path) -> list[Path]:
+    """Published generations, most recently used first."""
+    directory = index_dir / GENERATIONS
+    if not directory.is_dir():
+        return []
+    found = []
+    for path in directory.glob("*.json"):
+        if path.name.startswith("."):
+            continue
+        try:
+            found.append((path.stat().st_mtime_ns, path.name, path))
+        except OSError:
+            continue
+    return [p for _, _, p in sorted(found, reverse=True)]
+
+
+def collect_garbage(index_dir: Path) -> None:
+    """Keep the current and the newest generations and the segments they use."""
+    try:
+        current: Path | None = current_generation(index_dir)
+    except (NoIndexError, CorruptIndexError):
+        current = None
+    kept, used = 0, set[str]()
+    for path in generation_paths(index_dir):
+        if path != current and kept >= KEEP_GENERATIONS:
+            path.unlink(missing_ok=True)
+            continue
+        kept += 1
+        try:
+            manifest = json.loads(path.read_text(encoding="utf-8"))
+            used.update(s["name"] for s in manifest.get("segments", []))
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+    segments = index_dir / SEGMENTS
+    if segments.is_dir():
+        for path in segments.iterdir():
+            if not path.name.startswith(".") and path.name not in used:
+                shutil.rmtree(path, ignore_errors=True)
+        remove_stale_temporaries(segments)
+    remove_stale_temporaries(index_dir / GENERATIONS)
+    for old in ("snapshots", "blobcache"):  # format 2 leftovers
+        shutil.rmtree(index_dir / old, ignore_errors=True)
 
 
 def stale_temporary(path: Path) -> bool:
@@ -185,6 +173,8 @@ def stale_temporary(path: Path) -> bool:
 def remove_stale_temporaries(directory: Path) -> int:
     """Remove what killed builds and updates left in `directory`; never a live writer's."""
     removed = 0
+    if not directory.is_dir():
+        return 0
     for path in directory.glob(TMP_PREFIX + "*"):
         if stale_temporary(path):
             if path.is_dir() and not path.is_symlink():
@@ -195,61 +185,59 @@ def remove_stale_temporaries(directory: Path) -> int:
     return removed
 
 
-def make_current(index_dir: Path, snapshot: Path) -> None:
-    """Point CURRENT at an existing snapshot; touching it keeps it from garbage collection."""
-    os.utime(snapshot)
-    write_text_atomic(index_dir / "CURRENT", snapshot.name + "\n")
+def make_current(index_dir: Path, generation: Path) -> None:
+    """Point CURRENT at an existing generation; touching it keeps it from garbage collection."""
+    os.utime(generation)
+    write_text_atomic(index_dir / "CURRENT", generation.stem + "\n")
 
 
-def snapshots_of(index_dir: Path, commit: str) -> list[Path]:
-    """Published snapshots of `commit`, most recently used first."""
-    directory = index_dir / "snapshots"
-    if not directory.is_dir():
-        return []
-    found = []
-    for path in directory.iterdir():
-        if path.name.startswith(".") or not path.name.startswith(commit[:12]):
-            continue
-        try:
-            found.append((path.stat().st_mtime, path))
-        except OSError:
-            continue
-    return [p for _, p in sorted(found, reverse=True)]
+def generations_of(index_dir: Path, commit: str) -> list[Path]:
+    """Published generations of `commit`, most recently used first."""
+    return [p for p in generation_paths(index_dir) if p.name.startswith(commit[:12])]
 
 
-def current_snapshot(index_dir: Path) -> Path:
+def current_generation(index_dir: Path) -> Path:
     pointer = index_dir / "CURRENT"
     try:
         name = pointer.read_text(encoding="utf-8").strip()
     except FileNotFoundError:
         raise NoIndexError(f"no index at {index_dir}; run `indexer build` first") from None
-    path = index_dir / "snapshots" / name
-    if not name or "/" in name or not path.is_dir():
-        raise CorruptIndexError(
-            f"index pointer {pointer} names a missing snapshot; run `indexer build` to rebuild"
-        )
+    path = index_dir / GENERATIONS / f"{name}.json"
+    if not name or "/" in name or not path.is_file():
+        if (index_dir / "snapshots" / name).is_dir():
+            raise CorruptIndexError(
+                f"the index at {index_dir} has an older format (snapshots); {REBUILD}"
+            )
+        raise CorruptIndexError(f"index pointer {pointer} names a missing generation; {REBUILD}")
     return path
 
 
-def read_manifest(snapshot: Path, verify: bool = False) -> dict[str, Any]:
-    rebuild = "run `indexer build` to rebuild"
+current_snapshot = current_generation  # the name callers used before segments
+
+
+def read_generation(path: Path) -> dict[str, Any]:
+    """A generation manifest, checked for format and for segments that exist."""
     try:
-        manifest: dict[str, Any] = json.loads((snapshot / MANIFEST).read_text(encoding="utf-8"))
+        manifest: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
-        raise CorruptIndexError(f"unreadable index manifest in {snapshot}; {rebuild}") from exc
+        raise CorruptIndexError(f"unreadable index manifest {path}; {REBUILD}") from exc
     if not isinstance(manifest, dict) or manifest.get("format_version") != FORMAT_VERSION:
         found = manifest.get("format_version") if isinstance(manifest, dict) else None
         raise CorruptIndexError(
-            f"index format {found!r} in {snapshot} is not the supported format "
-            f"{FORMAT_VERSION}; {rebuild}"
+            f"index format {found!r} in {path} is not the supported format "
+            f"{FORMAT_VERSION}; {REBUILD}"
         )
-    files = manifest.get("files")
-    if not isinstance(files, dict) or not set(files) >= REQUIRED_FILES:
-        raise CorruptIndexError(f"index manifest in {snapshot} lacks required files; {rebuild}")
-    for name, info in files.items():
-        path = snapshot / name
-        if "/" in name or not path.is_file() or path.stat().st_size != info.get("bytes"):
-            raise CorruptIndexError(f"index file {name} is missing or truncated; {rebuild}")
-        if verify and sha256_file(path) != info.get("sha256"):
-            raise CorruptIndexError(f"index file {name} fails its checksum; {rebuild}")
+    segments = manifest.get("segments")
+    if not isinstance(segments, list) or not all(
+        isinstance(s, dict) and isinstance(s.get("name"), str) and "/" not in s["name"]
+        for s in segments
+    ):
+        raise CorruptIndexError(f"index manifest {path} lists no valid segments; {REBUILD}")
+    for s in segments:
+        if not (path.parent.parent / SEGMENTS / s["name"]).is_dir():
+            raise CorruptIndexError(f"segment {s['name']} of the index is missing; {REBUILD}")
     return manifest
+
+
+def segment_dir(generation: Path, name: str) -> Path:
+    return generation.parent.parent / SEGMENTS / name

@@ -57,7 +57,8 @@ def cmd_mcp(args: argparse.Namespace) -> int:
 def cmd_savings(args: argparse.Namespace) -> int:
     from ..index.gitdir import git_dir as _git_dir
     from ..index.store import default_index_dir
-    from ..search.savings import report, set_enabled
+    from ..search.savings import set_enabled
+    from ..search.savings_report import report
 
     index_dir = Path(args.index_dir) if args.index_dir else default_index_dir(_git_dir(args.repo))
     if args.off or args.on:

@@ -164,6 +164,23 @@ def cmd_verify(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_optimize(args: argparse.Namespace) -> int:
+    from ..fresh.freshness import update_lock
+    from ..index.merge import merge
+
+    index_dir = _index_dir(args)
+    with update_lock(index_dir, wait=True):
+        result = merge(index_dir, everything=not args.auto)
+    if args.json:
+        _emit_json(result)
+    else:
+        print(
+            f"{result['segments_before']} segments -> {result['segments_after']} "
+            f"({result['merged']} merged in {result['seconds']:.2f}s)"
+        )
+    return 0
+
+
 def cmd_eval(args: argparse.Namespace) -> int:
     from pathlib import Path
 
@@ -247,6 +264,12 @@ def build_parser() -> argparse.ArgumentParser:
         "verify", parents=[common], help="check every artifact checksum and chunk against git"
     )
     p.set_defaults(func=cmd_verify)
+
+    p = sub.add_parser(
+        "optimize", parents=[common], help="merge the index's segments (all, or as --auto does)"
+    )
+    p.add_argument("--auto", action="store_true", help="only what the tiered merge policy asks for")
+    p.set_defaults(func=cmd_optimize)
 
     p = sub.add_parser("eval", help="retrieval quality on a dataset of queries with gold files")
     p.add_argument("--dataset", required=True, help="JSONL with query, gold_files, gold_functions")

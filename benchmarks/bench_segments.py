@@ -1,0 +1,171 @@
+"""Segments benchmark: what a small commit costs, what the index weighs, search over segments.
+
+    python benchmarks/bench_segments.py --repo /work/bigbench/repos/sympy.git [--baseline DIR]
+
+In one run, on a clone of `--repo` (a bare repository holding one commit is enough):
+- full build; disk under the index directory vs the indexed source (blob sizes at HEAD);
+- a 1-file and a 5-file commit: `indexer update` as a whole process (median of 3 runs each),
+  bytes written by the 1-file update (new files under the index directory) vs the index size;
+- search p50 over 10 unmerged segments vs the same index after `indexer optimize`.
+`--baseline DIR`: a checkout of the code before segments (e.g. `git archive main`), measured
+the same way in the same run, alternating with this code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+GIT_ENV = {
+    **os.environ,
+    "GIT_AUTHOR_NAME": "bench",
+    "GIT_AUTHOR_EMAIL": "b@example.com",
+    "GIT_COMMITTER_NAME": "bench",
+    "GIT_COMMITTER_EMAIL": "b@example.com",
+}
+QUERIES = ["solve linear equations", "Matrix determinant", "latex printer", "Symbol", "Rational"]
+
+
+def git(repo: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", *args], cwd=repo, env=GIT_ENV, check=True, capture_output=True, text=True
+    ).stdout.strip()
+
+
+def indexer(code: Path, repo: Path, *args: str) -> float:
+    """Run `python -m indexer` from `code` (its package first on the path); wall seconds."""
+    env = {**os.environ, "PYTHONPATH": str(code)}
+    start = time.perf_counter()
+    subprocess.run(
+        [sys.executable, "-m", "indexer", *args, "--repo", str(repo)],
+        cwd=code,
+        env=env,
+        check=True,
+        capture_output=True,
+    )
+    return time.perf_counter() - start
+
+
+def files_under(directory: Path) -> dict[str, tuple[int, int]]:
+    out = {}
+    for path in directory.rglob("*"):
+        if path.is_file():
+            st = path.stat()
+            out[str(path.relative_to(directory))] = (st.st_ino, st.st_size)
+    return out
+
+
+def python_files(repo: Path, n: int) -> list[str]:
+    names = [p for p in git(repo, "ls-files", "*.py").splitlines() if "/tests/" not in p]
+    return sorted(names, key=lambda p: (len(p), p))[100 : 100 + n]
+
+
+def commit_change(repo: Path, files: list[str], tag: str) -> None:
+    for name in files:
+        with (repo / name).open("a") as fh:
+            fh.write(f"\n\ndef bench_added_{tag}_{abs(hash(name)) % 10**6}():\n    return 1\n")
+    git(repo, "commit", "-qam", f"bench {tag}")
+
+
+def source_bytes(repo: Path) -> int:
+    out = git(repo, "ls-tree", "-r", "-l", "HEAD")
+    return sum(int(line.split()[3]) for line in out.splitlines() if line.split()[3].isdigit())
+
+
+def search_p50(code: Path, repo: Path, rounds: int = 30) -> float:
+    """Warm search p50 (ms) in a fresh process of `code`."""
+    script = (
+        "import sys, time, statistics\n"
+        "from indexer import Index\n"
+        "index = Index.open(sys.argv[1])\n"
+        f"queries = {QUERIES!r}\n"
+        "for q in queries: index.search(q)\n"
+        "times = []\n"
+        f"for _ in range({rounds}):\n"
+        "    for q in queries:\n"
+        "        t = time.perf_counter(); index.search(q); times.append(time.perf_counter() - t)\n"
+        "print(statistics.median(times) * 1000)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(code)}
+    proc = subprocess.run(
+        [sys.executable, "-c", script, str(repo)],
+        cwd=code,
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return float(proc.stdout.strip().splitlines()[-1])
+
+
+def measure(code: Path, origin: Path, work: Path, label: str, segments: bool) -> dict[str, object]:
+    repo = work / f"repo-{label}"
+    shutil.rmtree(repo, ignore_errors=True)
+    subprocess.run(["git", "clone", "-q", str(origin), str(repo)], check=True, env=GIT_ENV)
+    index_dir = repo / ".git" / "indexer"
+    result: dict[str, object] = {"build_s": round(indexer(code, repo, "build"), 2)}
+    size = sum(s for _, s in files_under(index_dir).values())
+    source = source_bytes(repo)
+    result.update(index_mb=round(size / 1e6, 1), source_mb=round(source / 1e6, 1))
+    result["disk_ratio"] = round(size / source, 2)
+    for n in (1, 5):
+        times = []
+        for attempt in range(3):
+            commit_change(repo, python_files(repo, n), f"{n}-{attempt}")
+            before = files_under(index_dir)
+            times.append(indexer(code, repo, "update"))
+            after = files_under(index_dir)
+            if n == 1 and attempt == 0:
+                written = sum(s[1] for k, s in after.items() if before.get(k) != s)
+                total = sum(s[1] for s in after.values())
+                result["written_1file_bytes"] = written
+                result["written_1file_pct"] = round(100 * written / total, 2)
+        result[f"update_{n}file_s"] = round(statistics.median(times), 3)
+    if segments:
+        for i in range(10 - 6):
+            commit_change(repo, python_files(repo, 1), f"seg-{i}")
+            indexer(code, repo, "update")
+        status = json.loads(
+            subprocess.run(
+                [sys.executable, "-m", "indexer", "status", "--json", "--repo", str(repo)],
+                cwd=code,
+                env={**os.environ, "PYTHONPATH": str(code)},
+                check=True,
+                capture_output=True,
+            ).stdout
+        )
+        result["segments"] = status.get("segments")
+        result["search_p50_segments_ms"] = round(search_p50(code, repo), 2)
+        indexer(code, repo, "optimize")
+        result["search_p50_merged_ms"] = round(search_p50(code, repo), 2)
+    else:
+        result["search_p50_ms"] = round(search_p50(code, repo), 2)
+    shutil.rmtree(repo, ignore_errors=True)
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--repo", required=True)
+    parser.add_argument("--baseline", default=None, help="a checkout of the code before segments")
+    parser.add_argument("--work", default="/tmp/bench-segments")
+    args = parser.parse_args()
+    work = Path(args.work)
+    work.mkdir(parents=True, exist_ok=True)
+    out: dict[str, object] = {"repo": args.repo}
+    if args.baseline:
+        out["baseline"] = measure(Path(args.baseline), Path(args.repo), work, "base", False)
+    out["segments"] = measure(ROOT, Path(args.repo), work, "seg", True)
+    print(json.dumps(out, indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,147 @@
+"""BM25 over every live segment, scored at query time with global statistics.
+
+Segments store raw term frequencies and document lengths. A query computes, for its own terms
+only, the document frequency over live postings of every segment, the idf from the live row
+count, and each posting's BM25 contribution with the live rows' average length: the scores a
+single index of the same rows gives, bit for bit (the same float32 arithmetic on the same
+values; a row's contributions are summed in query-term order whatever segment holds it).
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from functools import cached_property
+
+import numpy as np
+
+from .lexical import K1, B
+from .reader import RowSpace
+
+
+def idf_of(n_docs: int, df: np.ndarray) -> np.ndarray:
+    df = df.astype(np.float32)
+    return np.log1p((n_docs - df + 0.5) / (df + 0.5)).astype(np.float32)
+
+
+class _IdfTable:
+    """`lexical.idf[term_id(t)]`: the idf of the terms looked up so far."""
+
+    def __init__(self) -> None:
+        self.values: list[float] = []
+
+    def __getitem__(self, i: int) -> float:
+        return self.values[i]
+
+
+class LexicalView:
+    def __init__(self, space: RowSpace) -> None:
+        self.space = space
+        self.n_docs = space.n_rows
+        self.idf = _IdfTable()
+        self._ids: dict[str, int | None] = {}
+        self._spans: dict[str, list[tuple[int, int, int]]] = {}
+
+    @cached_property
+    def doc_lengths(self) -> np.ndarray:
+        return np.asarray(self.space.gather("doc_lengths"), dtype=np.float32)
+
+    @cached_property
+    def norm(self) -> np.ndarray:
+        """K1 * (1 - B + B * length / average length) of every live row."""
+        lengths = self.doc_lengths
+        avgdl = float(lengths.mean()) if self.n_docs else 1.0
+        return np.asarray(K1 * (1 - B + B * lengths / max(avgdl, 1e-9)), dtype=np.float32)
+
+    def spans(self, term: str) -> list[tuple[int, int, int]]:
+        """(segment, first posting, end) of `term` in each segment that has it."""
+        found = self._spans.get(term)
+        if found is None:
+            found = []
+            for i, segment in enumerate(self.space.segments):
+                terms = segment.terms
+                j = bisect.bisect_left(terms, term)
+                if j < len(terms) and terms[j] == term:
+                    indptr = segment.postings[0]
+                    found.append((i, int(indptr[j]), int(indptr[j + 1])))
+            self._spans[term] = found
+        return found
+
+    def df(self, term: str) -> int:
+        total = 0
+        for i, lo, hi in self.spans(term):
+            to_global = self.space.local_to_global(i)
+            if to_global is None or self.space.dead_rows[i] == 0:
+                total += hi - lo
+            else:
+                docs = self.space.segments[i].postings[1][lo:hi]
+                total += int((to_global[docs] >= 0).sum())
+        return total
+
+    def term_id(self, term: str) -> int | None:
+        """An id for `lexical.idf[...]`, or None when no live row has the term."""
+        if term not in self._ids:
+            df = self.df(term)
+            if df == 0:
+                self._ids[term] = None
+            else:
+                self._ids[term] = len(self.idf.values)
+                self.idf.values.append(float(idf_of(self.n_docs, np.asarray([df]))[0]))
+        return self._ids[term]
+
+    def score(
+        self, terms: Sequence[str], boosts: Mapping[str, float] | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """(BM25 score per row, idf-weighted fraction of query terms each row has)."""
+        counts = Counter(t for t in terms if self.term_id(t) is not None)
+        all_terms = len(set(terms))
+        if not counts:
+            zeros = np.zeros(self.n_docs, dtype=np.float32)
+            return zeros, zeros
+        boosts = boosts or {}
+        query = list(counts)
+        weights = np.fromiter(
+            ((1.0 + math.log(c)) * boosts.get(t, 1.0) for t, c in counts.items()),
+            dtype=np.float32,
+            count=len(counts),
+        )
+        term_idf = idf_of(self.n_docs, np.asarray([self.df(t) for t in query]))
+        docs_parts, tfs_parts, which_parts = [], [], []
+        for i, segment in enumerate(self.space.segments):
+            bounds = [dict((s, (lo, hi)) for s, lo, hi in self.spans(t)).get(i) for t in query]
+            present = [q for q, b in enumerate(bounds) if b is not None]
+            if not present:
+                continue
+            starts = np.asarray([bounds[q][0] for q in present], dtype=np.int64)  # type: ignore[index]
+            lens = np.asarray([bounds[q][1] for q in present], dtype=np.int64) - starts  # type: ignore[index]
+            before = np.cumsum(lens) - lens
+            idx = np.arange(int(lens.sum()), dtype=np.int64) + np.repeat(starts - before, lens)
+            _, seg_docs, seg_tfs = segment.postings
+            docs = np.asarray(seg_docs[idx], dtype=np.int64)
+            which = np.repeat(np.asarray(present, dtype=np.int64), lens)
+            tfs = np.asarray(seg_tfs[idx], dtype=np.float32)
+            to_global = self.space.local_to_global(i)
+            if to_global is not None:
+                docs = to_global[docs]
+                live = docs >= 0
+                if not live.all():
+                    docs, tfs, which = docs[live], tfs[live], which[live]
+            docs_parts.append(docs)
+            tfs_parts.append(tfs)
+            which_parts.append(which)
+        docs = np.concatenate(docs_parts)
+        tfs = np.concatenate(tfs_parts)
+        which = np.concatenate(which_parts)
+        posting_idf = term_idf[which]
+        contribution = posting_idf * tfs * (K1 + 1) / (tfs + self.norm[docs])
+        bm25 = np.bincount(
+            docs, weights=contribution * weights[which], minlength=self.n_docs
+        ).astype(np.float32)
+        # Terms no live row has still count in the denominator, at a df=1 term's idf.
+        unknown = max(0, all_terms - len(query))
+        top = float(idf_of(self.n_docs, np.asarray([1]))[0])
+        total = float(term_idf.sum()) + unknown * top
+        coverage = np.bincount(docs, weights=posting_idf, minlength=self.n_docs)
+        return bm25, (coverage / max(total, 1e-9)).astype(np.float32)

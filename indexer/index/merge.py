@@ -1,0 +1,103 @@
+"""Merging segments: a tiered policy keeps their number small; merging copies live rows.
+
+Every update adds one small segment. Segments are grouped in tiers by live rows (a tier spans a
+factor of MERGE_FACTOR); when a tier holds MERGE_FACTOR segments they are merged into one, and a
+segment whose rows are mostly deleted is rewritten with the next merge. A merge copies the live
+rows (texts, postings, vectors, graph facts; nothing is chunked again) into one new segment and
+publishes a new generation in which it replaces them: results do not change (the reader's row
+space is in path order whatever the segments). `indexer optimize` merges everything into one
+segment. Callers hold the update lock (indexer/freshness.py), so a merge never races an update.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from pathlib import Path
+from typing import Any
+
+from .reader import open_generation
+from .segment import Segment
+from .store import SEGMENTS, SegmentWriter, current_generation, new_name, publish_generation
+from .vectors import StaticVectors
+from .writer import CopiedFile, assemble
+
+MERGE_FACTOR = 8
+MAX_SEGMENTS = 16
+
+
+def _tier(rows: int) -> int:
+    return int(math.log(max(rows, 1), MERGE_FACTOR))
+
+
+def plan(sizes: list[tuple[int, int]]) -> list[int]:
+    """Indices of the segments to merge now, from (live rows, dead rows) of each; [] if none."""
+    if len(sizes) < 2:
+        return []
+    tiers: dict[int, list[int]] = {}
+    for i, (live, _) in enumerate(sizes):
+        tiers.setdefault(_tier(live), []).append(i)
+    chosen: set[int] = set()
+    for tier in sorted(tiers):
+        members = tiers[tier]
+        if len(members) + len(chosen) >= MERGE_FACTOR:
+            chosen.update(members)  # smaller tiers merged so far join the merge
+        elif chosen or len(sizes) > MAX_SEGMENTS:
+            chosen.update(members)
+    if chosen:
+        chosen.update(i for i, (live, dead) in enumerate(sizes) if dead > live)
+    return sorted(chosen) if len(chosen) >= 2 else []
+
+
+def merge(index_dir: Path, everything: bool = False) -> dict[str, Any]:
+    """Merge what the policy (or `everything`) chooses; returns what was done."""
+    started = time.perf_counter()
+    path = current_generation(index_dir)
+    manifest, parts = open_generation(path)
+    sizes = []
+    for segment, deleted in parts:
+        gone = set(deleted)
+        bounds = segment.file_rows
+        dead = sum(int(bounds[i + 1] - bounds[i]) for i, p in enumerate(segment.paths) if p in gone)
+        sizes.append((segment.n_rows - dead, dead))
+    if everything:
+        chosen = list(range(len(parts))) if len(parts) > 1 or any(d for _, d in sizes) else []
+    else:
+        chosen = plan(sizes)
+    result = {"segments_before": len(parts), "merged": len(chosen), "seconds": 0.0}
+    if not chosen:
+        return {**result, "segments_after": len(parts)}
+    # Rows are copied: they must be what was written (every file hashed, not only small ones).
+    sources = [Segment.open(parts[i][0].directory, verify=True) for i in chosen]  # type: ignore[arg-type]
+    files = []
+    for source, i in zip(sources, chosen, strict=True):
+        gone = set(parts[i][1])
+        for local, p in enumerate(source.paths):
+            if p not in gone:
+                files.append(CopiedFile(p, int(source.times[local]), source, local))
+    info = manifest["vectors"]
+    table = StaticVectors.load(Path(info["dir"]) if info.get("dir") else None)
+    facts = {
+        f.path: f.segment.graph_facts[f.path] for f in files if f.path in f.segment.graph_facts
+    }
+    data = assemble(files, table, facts)  # type: ignore[arg-type]
+    writer = SegmentWriter(index_dir)
+    try:
+        data.save(writer.path)
+        name = new_name(str(manifest["commit"]))
+        writer.finish(name)
+    except BaseException:
+        writer.abort()
+        raise
+    entries = [{"name": name, "deleted": []}]
+    entries += [{"name": s.name, "deleted": d} for i, (s, d) in enumerate(parts) if i not in chosen]
+    keep = {k: v for k, v in manifest.items() if k not in ("files", "segments", "created")}
+    keep = {k: v for k, v in keep.items() if k not in ("format_version", "tool_version")}
+    publish_generation(index_dir, {**keep, "segments": entries})
+    written = sum(p.stat().st_size for p in (index_dir / SEGMENTS / name).iterdir())
+    return {
+        **result,
+        "segments_after": len(entries),
+        "written_bytes": written,
+        "seconds": round(time.perf_counter() - started, 3),
+    }

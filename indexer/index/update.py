@@ -1,0 +1,377 @@
+"""What a build or an update writes: one new segment for what changed, and a new generation.
+
+An update compares the target tree with the live generation: a file at the same path with the
+same blob (and the same last-change time) stays where it is; a changed or added file goes into
+the new segment (rows copied from any stored segment that holds that path and blob, e.g. a
+revert, else chunked now); the older segments list changed and removed paths as deleted. A full
+build is the same with no base: one segment of every file. Killed at any point, the previous
+generation stays current (indexer/store.py).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import IndexerError
+from ..source.chunker import CHUNKER_VERSION, materialize, path_stem
+from ..source.gitsource import (
+    SourceFile,
+    coverage_warnings,
+    last_change_times,
+    list_tree,
+    open_repository,
+    repo_root,
+    resolve_commit,
+)
+from .blobcache import CachedFile
+from .build import BuildReport, Progress, chunk_files, record_documents
+from .graphfacts import extract_facts
+from .reader import open_generation
+from .segment import Segment
+from .store import (
+    SegmentWriter,
+    current_generation,
+    default_index_dir,
+    generations_of,
+    make_current,
+    new_name,
+    publish_generation,
+    read_generation,
+)
+from .vectors import StaticVectors, default_table_dir
+from .writer import CopiedFile, FreshFile, assemble
+
+
+@dataclass
+class Base:
+    """The live generation an update starts from."""
+
+    path: Path
+    manifest: dict[str, Any]
+    parts: list[tuple[Segment, list[str]]]
+
+    def __post_init__(self) -> None:
+        self.live: dict[str, tuple[Segment, int]] = {}
+        self.stored: dict[tuple[str, str], tuple[Segment, int]] = {}  # (path, blob), dead too
+        # (blob, language, stem): the chunks of a renamed file (ids follow the path, module
+        # chunks the stem)
+        self.content: dict[tuple[str, str, str], tuple[Segment, int]] = {}
+        for segment, deleted in self.parts:
+            gone = set(deleted)
+            for i, (path, blob) in enumerate(zip(segment.paths, segment.blobs, strict=True)):
+                self.stored[(path, blob)] = (segment, i)
+                self.content[(blob, segment.languages[i], path_stem(path))] = (segment, i)
+                if path not in gone:
+                    self.live[path] = (segment, i)
+        self.skipped: dict[str, list[str]] = self.manifest.get("skipped", {})
+
+
+def open_base(index_dir: Path, card: Any) -> Base | None:
+    try:
+        path = current_generation(index_dir)
+        manifest, parts = open_generation(path)
+    except (IndexerError, OSError, ValueError, KeyError):
+        return None  # nothing usable: build from scratch
+    if manifest.get("chunker_version") != CHUNKER_VERSION:
+        return None
+    if manifest.get("vectors", {}).get("card") != card:
+        return None  # another vector table: every vector changes
+    return Base(path, manifest, parts)
+
+
+def build(
+    repo: str | os.PathLike[str] | None,
+    rev: str | None,
+    index_dir: str | os.PathLike[str] | None,
+    jobs: int | None,
+    progress: bool | None,
+    vectors_dir: str | os.PathLike[str] | None,
+    incremental: bool,
+) -> BuildReport:
+    started = time.perf_counter()
+    repository = open_repository(repo)
+    commit = resolve_commit(repository, rev)
+    target = Path(index_dir) if index_dir else default_index_dir(repository.path)
+    table_dir = Path(vectors_dir) if vectors_dir else default_table_dir()
+    table = StaticVectors.load(table_dir)
+    if incremental:
+        reused = _switch_to_indexed(target, str(commit.id), table.card, started)
+        if reused is not None:
+            return reused
+    base = open_base(target, table.card) if incremental else None
+    if base is not None and base.manifest["commit"] == str(commit.id):
+        return _report(base.path, base.manifest, started, "unchanged", len(base.live))
+
+    listing = list_tree(repository, commit)
+    files = sorted(listing.files, key=lambda f: f.path)
+    skipped: dict[str, list[str]] = {p: ["", r] for r, ps in listing.skipped.items() for p in ps}
+    kept: dict[str, SourceFile] = {}
+    stored: dict[str, SourceFile] = {}
+    to_chunk: list[SourceFile] = []
+    renamed: dict[str, tuple[SourceFile, CachedFile]] = {}
+    for f in files:
+        live = base.live.get(f.path) if base is not None else None
+        if base is not None and live is not None and live[0].blobs[live[1]] == f.blob:
+            kept[f.path] = f
+        elif base is not None and base.skipped.get(f.path, [None])[0] == f.blob:
+            skipped[f.path] = base.skipped[f.path]
+        elif base is not None and (f.path, f.blob) in base.stored:
+            stored[f.path] = f
+        elif base is not None and (key := (f.blob, f.language or "text", path_stem(f.path))) in (
+            base.content
+        ):
+            renamed[f.path] = (f, stored_entry(*base.content[key]))
+        else:
+            to_chunk.append(f)
+
+    bar = Progress("chunking", len(to_chunk), progress)
+    items = [(f.path, f.blob, f.language or "text") for f in to_chunk]
+    results = chunk_files(repository.path, items, jobs or min(os.cpu_count() or 1, 8), bar)
+    bar.close()
+    fresh = dict(renamed)
+    for f, result in zip(to_chunk, results, strict=True):
+        if result.skip_reason:
+            skipped[f.path] = [f.blob, result.skip_reason]
+        else:
+            fresh[f.path] = (f, result)
+    indexed = sorted([*kept, *stored, *fresh])
+    times = _change_times(repository, commit, base, indexed, set(kept))
+
+    new_files: list[FreshFile | CopiedFile] = []
+    for path, (f, result) in fresh.items():
+        new_files.append(FreshFile(path, f.blob, f.language or "text", times[path], result))
+    assert base is not None or not (kept or stored)
+    for path, f in stored.items():
+        segment, local = base.stored[(path, f.blob)]  # type: ignore[union-attr]
+        new_files.append(CopiedFile(path, times[path], segment, local))
+    for path in kept:
+        segment, local = base.live[path]  # type: ignore[union-attr]
+        if int(segment.times[local]) != times[path]:  # same blob, another last change
+            new_files.append(CopiedFile(path, times[path], segment, local))
+    facts = _facts(repository.path, fresh, new_files, jobs)
+    data = assemble(new_files, table, facts)
+
+    writer = SegmentWriter(target)
+    try:
+        written = 0
+        entries = []
+        if base is not None:
+            changed = set(data.paths) | (set(base.live) - set(indexed))
+            for segment, deleted in base.parts:
+                gone = set(deleted) | (changed & set(segment.paths))
+                if len(gone & set(segment.paths)) < segment.n_files:
+                    entries.append({"name": segment.name, "deleted": sorted(gone)})
+        if data.paths:
+            data.save(writer.path)
+            name = new_name(str(commit.id))
+            writer.finish(name)
+            entries.append({"name": name, "deleted": []})
+            written = sum(p.stat().st_size for p in (target / "segments" / name).iterdir())
+        else:
+            writer.abort()
+        manifest = {
+            "commit": str(commit.id),
+            "commit_time": int(commit.commit_time),
+            "chunker_version": CHUNKER_VERSION,
+            "repo_root": str(repo_root(repository)),
+            "vectors": {
+                "dims": table.dim,
+                "vocab_size": len(table.vocab),
+                "card": table.card,
+                "dir": str(table_dir),
+            },
+            "segments": entries,
+            **summary(target, entries, skipped, base),
+        }
+        generation = publish_generation(target, manifest)
+    except BaseException:
+        writer.abort()
+        raise
+    mode = "incremental" if base is not None else "full"
+    report = _report(generation, read_generation(generation), started, mode, len(kept))
+    report.cached_files, report.chunked_files = len(stored) + len(renamed), len(to_chunk)
+    report.searchable_seconds = report.seconds
+    report.written_bytes = written + generation.stat().st_size
+    return report
+
+
+def stored_entry(segment: Segment, local: int) -> CachedFile:
+    """A stored file's chunks as the chunker returned them (for the same blob at another path
+    with the same stem): records from the chunk store, terms tokenised again, nothing parsed."""
+    start, end = int(segment.file_rows[local]), int(segment.file_rows[local + 1])
+    records = []
+    for row in range(start, end):
+        record = json.loads(segment.meta_bytes(row, row + 1))
+        for key in ("id", "path", "blob"):
+            record.pop(key)
+        record["text"] = segment.text_bytes(row, row + 1).decode("utf-8")
+        records.append(record)
+    docs = [record_documents(r) for r in records]
+    extra = segment.extras.get(segment.paths[local], {})
+    return CachedFile(
+        None,
+        records,
+        [d[0] for d in docs],
+        [d[1] for d in docs],
+        extra.get("redacted", {}),
+        extra.get("fallback"),
+    )
+
+
+def _facts(
+    repo_path: str,
+    fresh: dict[str, Any],
+    new_files: list[FreshFile | CopiedFile],
+    jobs: int | None,
+) -> dict[str, dict[str, Any]]:
+    """Graph facts of the new segment's files: parsed for fresh ones, copied for the rest."""
+    items = [
+        (path, f.blob, materialize(r.records, path, f.language or "text", f.blob))
+        for path, (f, r) in fresh.items()
+    ]
+    facts = extract_facts(repo_path, items, jobs or min(os.cpu_count() or 1, 8))
+    for c in new_files:
+        if isinstance(c, CopiedFile) and c.path in c.segment.graph_facts:
+            facts[c.path] = c.segment.graph_facts[c.path]
+    return facts
+
+
+def summary(
+    index_dir: Path,
+    entries: list[dict[str, Any]],
+    skipped: dict[str, list[str]],
+    base: Base | None = None,
+) -> dict[str, Any]:
+    """The generation's counts, languages, skipped files and warnings, from its segments."""
+    from .store import SEGMENTS
+
+    opened = {s.name: s for s, _ in base.parts} if base is not None else {}
+    n_files = n_chunks = 0
+    languages: dict[str, int] = {}
+    redactions: dict[str, int] = {}
+    fallbacks: dict[str, int] = {}
+    for entry in entries:
+        segment = opened.get(entry["name"]) or Segment.open(index_dir / SEGMENTS / entry["name"])
+        gone = set(entry["deleted"])
+        bounds = segment.file_rows.tolist()
+        for i, path in enumerate(segment.paths):
+            if path in gone:
+                continue
+            n = bounds[i + 1] - bounds[i]
+            n_files += 1
+            n_chunks += n
+            language = segment.languages[i]
+            languages[language] = languages.get(language, 0) + n
+            extra = segment.extras.get(path, {})
+            for kind, count in extra.get("redacted", {}).items():
+                redactions[kind] = redactions.get(kind, 0) + count
+            if extra.get("fallback"):
+                fallbacks[extra["fallback"]] = fallbacks.get(extra["fallback"], 0) + 1
+    skip_counts: dict[str, int] = {}
+    examples: dict[str, list[str]] = {}
+    for path, (_, reason) in sorted(skipped.items()):
+        skip_counts[reason] = skip_counts.get(reason, 0) + 1
+        if len(examples.setdefault(reason, [])) < 5:
+            examples[reason].append(path)
+    return {
+        "counts": {
+            "files": n_files,
+            "chunks": n_chunks,
+            "skipped": dict(sorted(skip_counts.items())),
+            "redacted": dict(sorted(redactions.items())),
+            "fallback": dict(sorted(fallbacks.items())),
+        },
+        "languages": dict(sorted(languages.items())),
+        "skipped": dict(sorted(skipped.items())),
+        "skipped_examples": examples,
+        "warnings": coverage_warnings(n_files, skip_counts),
+    }
+
+
+def _switch_to_indexed(target: Path, commit: str, card: Any, started: float) -> BuildReport | None:
+    """Switching back to a commit indexed recently (the last generations are kept): make that
+    generation current again instead of assembling an identical one."""
+    try:
+        current: Path | None = current_generation(target)
+    except IndexerError:
+        current = None
+    for path in generations_of(target, commit):
+        if path == current:
+            return None  # already current: the usual checks decide
+        try:
+            manifest = read_generation(path)
+        except IndexerError:
+            continue
+        if (
+            manifest.get("commit") == commit
+            and manifest.get("chunker_version") == CHUNKER_VERSION
+            and manifest.get("vectors", {}).get("card") == card
+        ):
+            make_current(target, path)
+            report = _report(path, manifest, started, "reused", manifest["counts"]["files"])
+            report.searchable_seconds = report.seconds
+            return report
+    return None
+
+
+def _report(
+    path: Path, manifest: dict[str, Any], started: float, mode: str, reused: int
+) -> BuildReport:
+    from .store import segment_dir
+
+    counts = manifest["counts"]
+    size = 0
+    for entry in manifest["segments"]:
+        size += sum(p.stat().st_size for p in segment_dir(path, entry["name"]).iterdir())
+    return BuildReport(
+        commit=manifest["commit"],
+        files=counts["files"],
+        chunks=counts["chunks"],
+        skipped=counts["skipped"],
+        fallback=counts.get("fallback", {}),
+        seconds=round(time.perf_counter() - started, 3),
+        snapshot=str(path),
+        bytes=size,
+        languages=manifest.get("languages", {}),
+        mode=mode,
+        reused_files=reused,
+        warnings=list(manifest.get("warnings", [])),
+        redacted=counts.get("redacted", {}),
+        segments=len(manifest["segments"]),
+    )
+
+
+def _change_times(
+    repository: Any, commit: Any, base: Base | None, indexed: list[str], kept: set[str]
+) -> dict[str, int]:
+    """Last-change time per file, exactly as a full build's history walk would find it.
+
+    When the base commit is on the target's first-parent chain, only the commits in between are
+    walked: a kept file untouched there keeps its time. Otherwise every file is walked again.
+    """
+    paths = set(indexed)
+    if base is None:
+        full: dict[str, int] = last_change_times(repository, commit, paths)
+        return full
+    recent, unresolved = last_change_times(
+        repository, commit, paths, stop_at=base.manifest["commit"], partial=True
+    )
+    if unresolved is None:  # base commit not on the first-parent chain
+        walked: dict[str, int] = last_change_times(repository, commit, paths)
+        return walked
+    times = dict(recent)
+    todo = set()
+    for path in unresolved:
+        if path in kept:
+            segment, local = base.live[path]
+            times[path] = int(segment.times[local])
+        else:
+            todo.add(path)
+    if todo:
+        times.update(last_change_times(repository, commit, todo))
+    return times

@@ -1,0 +1,289 @@
+"""Assembling a segment: fresh files (chunked now) and rows copied from other segments.
+
+One function makes every segment (a full build, an update's new segment, a merge), always with
+files in path order, each file's rows in chunk order, postings sorted by (term, row) over a sorted
+vocabulary, vectors re-encoded with corpus-independent quantizer ranges: a segment merged from
+others is byte for byte the segment a full build of the same files writes.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..source.chunks import materialize
+from ..source.pathclass import content_flags
+from .blobcache import CachedFile
+from .dense import DenseIndex, faiss_id
+from .integrity import chunk_sum
+from .lexical import postings_of
+from .segment import Segment, SegmentData
+from .tokens import path_terms, stem
+from .vectors import StaticVectors
+
+MAX_TF = np.iinfo(np.uint16).max  # BM25 saturates long before
+
+
+@dataclass
+class FreshFile:
+    """A file chunked for this segment (or taken from a worker's result)."""
+
+    path: str
+    blob: str
+    language: str
+    time: int
+    entry: CachedFile
+
+
+@dataclass
+class CopiedFile:
+    """A file whose rows are copied from a stored segment (a merge, or a new change time)."""
+
+    path: str
+    time: int
+    segment: Segment
+    local: int  # the file's index in that segment
+
+
+@dataclass
+class _Parts:
+    """The growing columns of the segment being assembled."""
+
+    meta: list[bytes] = field(default_factory=list)
+    texts: list[bytes] = field(default_factory=list)
+    meta_lengths: list[np.ndarray] = field(default_factory=list)
+    text_lengths: list[np.ndarray] = field(default_factory=list)
+    fids: list[np.ndarray] = field(default_factory=list)
+    sums: list[np.ndarray] = field(default_factory=list)
+    chunk_file: list[np.ndarray] = field(default_factory=list)
+    flags: list[np.ndarray] = field(default_factory=list)
+    vectors: list[np.ndarray] = field(default_factory=list)
+    symbols: list[str] = field(default_factory=list)
+    kinds: list[str] = field(default_factory=list)
+    defines: list[str] = field(default_factory=list)
+    fresh_terms: list[list[str]] = field(default_factory=list)
+    fresh_dense: list[list[str]] = field(default_factory=list)
+    fresh_rows: list[int] = field(default_factory=list)
+    copied: dict[int, tuple[Segment, list[np.ndarray], list[int]]] = field(default_factory=dict)
+
+
+def path_documents(path: str) -> tuple[list[str], list[str]]:
+    """The path's share of every chunk's terms, so `oauth2` finds `security/oauth2.py`."""
+    terms = path_terms(path)
+    return [stem(t) for t in terms], terms
+
+
+_TOP_LEVEL_ASSIGNMENT = re.compile(
+    r"^(?:export\s+)?(?:(?:pub|const|let|var|static|final|public|private|readonly|type)\s+)*"
+    r"([A-Za-z_$][A-Za-z0-9_$]*)\s*(?::[^=\n]{0,80})?=(?!=)",
+    re.MULTILINE,
+)
+
+
+def module_definitions(text: str) -> str:
+    """Names a module-level block assigns at top level (`TAX_RATE = ...`), space-separated."""
+    return " ".join(dict.fromkeys(m.group(1) for m in _TOP_LEVEL_ASSIGNMENT.finditer(text)))
+
+
+def _add_fresh(parts: _Parts, f: FreshFile, file_index: int, row: int) -> int:
+    chunks = materialize(f.entry.records, f.path, f.language, f.blob)
+    path_lex, path_dense = path_documents(f.path)
+    ids = np.empty(len(chunks), dtype=np.int64)
+    for i, c in enumerate(chunks):
+        record = c.to_dict()
+        text = record.pop("text").encode("utf-8")
+        line = json.dumps(record, ensure_ascii=False).encode("utf-8") + b"\n"
+        parts.meta.append(line)
+        parts.texts.append(text)
+        parts.sums.append(np.array([chunk_sum(line, text)], dtype=np.int64))
+        parts.meta_lengths.append(np.array([len(line)], dtype=np.int64))
+        parts.text_lengths.append(np.array([len(text)], dtype=np.int64))
+        ids[i] = faiss_id(c.id)
+        parts.symbols.append(c.symbol)
+        parts.kinds.append(c.kind)
+        parts.defines.append(module_definitions(c.text) if c.kind in ("module", "cell") else "")
+        parts.fresh_terms.append(f.entry.lexical[i] + path_lex)
+        parts.fresh_dense.append(f.entry.dense[i] + path_dense)
+        parts.fresh_rows.append(row + i)
+    parts.fids.append(ids)
+    flags = content_flags(f.path, "\n".join(r["text"] for r in f.entry.records))
+    parts.chunk_file.append(np.full(len(chunks), file_index, dtype=np.int32))
+    parts.flags.append(np.full(len(chunks), flags, dtype=np.uint8))
+    parts.vectors.append(np.zeros((len(chunks), 0), dtype=np.float16))  # embedded below
+    return len(chunks)
+
+
+def _add_copied(parts: _Parts, f: CopiedFile, file_index: int, row: int) -> int:
+    s = f.segment
+    start, end = int(s.file_rows[f.local]), int(s.file_rows[f.local + 1])
+    n = end - start
+    meta_off, text_off = s.offsets
+    parts.meta.append(s.meta_bytes(start, end))
+    parts.texts.append(s.text_bytes(start, end))
+    parts.meta_lengths.append(np.diff(meta_off[start : end + 1]))
+    parts.text_lengths.append(np.diff(text_off[start : end + 1]))
+    parts.fids.append(np.asarray(s.fids[start:end]))
+    parts.sums.append(np.asarray(s.sums[start:end]))
+    parts.symbols.extend(s.symbols[start:end])
+    parts.kinds.extend(s.kinds[start:end])
+    parts.defines.extend(s.defines[start:end])
+    parts.chunk_file.append(np.full(n, file_index, dtype=np.int32))
+    parts.flags.append(np.asarray(s.flags[start:end]))
+    _, stored = _stored_vectors(s)
+    parts.vectors.append(stored[start:end])
+    _, sources, targets = parts.copied.setdefault(id(s), (s, [], []))
+    sources.append(np.arange(start, end))
+    targets.append(row)
+    return n
+
+
+_DECODED: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+
+
+def _stored_vectors(segment: Segment) -> tuple[np.ndarray, np.ndarray]:
+    """(ids, fp16 vectors) of a segment in row order, decoded once per assembly."""
+    key = id(segment)
+    if key not in _DECODED:
+        _DECODED[key] = segment.dense.stored()
+    return _DECODED[key]
+
+
+def assemble(
+    files: list[FreshFile | CopiedFile],
+    table: StaticVectors,
+    facts: dict[str, dict[str, Any]],
+) -> SegmentData:
+    """The segment of `files` (sorted here by path); `facts`: graph facts by path."""
+    files = sorted(files, key=lambda f: f.path)
+    parts = _Parts()
+    paths, blobs, languages, times = [], [], [], []
+    extras: dict[str, dict[str, Any]] = {}
+    row = 0
+    try:
+        for file_index, f in enumerate(files):
+            paths.append(f.path)
+            times.append(f.time)
+            if isinstance(f, FreshFile):
+                blobs.append(f.blob)
+                languages.append(f.language)
+                extra = {"redacted": f.entry.redacted, "fallback": f.entry.fallback}
+                row += _add_fresh(parts, f, file_index, row)
+            else:
+                blobs.append(f.segment.blobs[f.local])
+                languages.append(f.segment.languages[f.local])
+                extra = dict(f.segment.extras.get(f.path, {}))
+                row += _add_copied(parts, f, file_index, row)
+            kept = {k: v for k, v in extra.items() if v}
+            if kept:
+                extras[f.path] = kept
+        dense = _dense(parts, table, row)
+        lexical = _lexical(parts, row)
+    finally:
+        _DECODED.clear()
+
+    def offsets(lengths: list[np.ndarray]) -> np.ndarray:
+        out = np.zeros(row + 1, dtype=np.int64)
+        if lengths:
+            np.cumsum(np.concatenate(lengths), out=out[1:])
+        return out
+
+    def joined(arrays: list[np.ndarray], dtype: Any) -> np.ndarray:
+        return np.concatenate(arrays).astype(dtype) if arrays else np.zeros(0, dtype=dtype)
+
+    return SegmentData(
+        paths=paths,
+        blobs=blobs,
+        languages=languages,
+        times=np.asarray(times, dtype=np.int64),
+        extras=extras,
+        chunk_file=joined(parts.chunk_file, np.int32),
+        flags=joined(parts.flags, np.uint8),
+        fids=joined(parts.fids, np.int64),
+        sums=joined(parts.sums, np.int64),
+        meta=b"".join(parts.meta),
+        meta_offsets=offsets(parts.meta_lengths),
+        texts=b"".join(parts.texts),
+        text_offsets=offsets(parts.text_lengths),
+        symbols=parts.symbols,
+        kinds=parts.kinds,
+        defines=parts.defines,
+        terms=lexical[0],
+        indptr=lexical[1],
+        docs=lexical[2],
+        tfs=lexical[3],
+        doc_lengths=lexical[4],
+        dense=dense,
+        graph_facts={p: facts[p] for p in paths if p in facts},
+    )
+
+
+def _dense(parts: _Parts, table: StaticVectors, n_rows: int) -> DenseIndex:
+    """Fresh rows embedded now (rounded to fp16 like stored ones), copied rows decoded: both
+    re-encode to the codes a full build writes."""
+    vectors = np.zeros((n_rows, table.dim), dtype=np.float16)
+    row = 0
+    for block in parts.vectors:
+        if block.shape[1]:
+            vectors[row : row + len(block)] = block
+        row += len(block)
+    if parts.fresh_dense:
+        rows = np.asarray(parts.fresh_rows, dtype=np.int64)
+        vectors[rows] = table.embed_many(parts.fresh_dense)
+    fids = np.concatenate(parts.fids) if parts.fids else np.zeros(0, dtype=np.int64)
+    return DenseIndex.build(vectors.astype(np.float32), fids, table.quantizer_ranges())
+
+
+def _lexical(
+    parts: _Parts, n_rows: int
+) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(vocabulary, indptr, docs, tfs, lengths): postings sorted by (term, row)."""
+    lengths = np.zeros(n_rows, dtype=np.float32)
+    terms_new, docs_new, tfs_new, lengths_new = postings_of(parts.fresh_terms)
+    rows_new = np.asarray(parts.fresh_rows, dtype=np.int64)
+    if len(rows_new):
+        docs_new = rows_new[docs_new]
+        lengths[rows_new] = lengths_new
+    vocab_set = set(terms_new)
+    copied = []
+    for segment, sources, targets in parts.copied.values():
+        src_rows = np.concatenate(sources)
+        new_of_old = np.full(segment.n_rows, -1, dtype=np.int64)
+        new_of_old[src_rows] = np.concatenate(
+            [np.arange(t, t + len(s)) for s, t in zip(sources, targets, strict=True)]
+        )
+        lengths[new_of_old[src_rows]] = np.asarray(segment.doc_lengths)[src_rows]
+        indptr, docs, tfs = segment.postings
+        term_ids = np.repeat(np.arange(len(indptr) - 1, dtype=np.int64), np.diff(indptr))
+        keep = new_of_old[np.asarray(docs)] >= 0
+        term_ids, kept_docs = term_ids[keep], new_of_old[np.asarray(docs)[keep]]
+        used = np.unique(term_ids)
+        names = [segment.terms[i] for i in used.tolist()]
+        vocab_set.update(names)
+        copied.append((used, names, term_ids, kept_docs, np.asarray(tfs)[keep]))
+    vocab = sorted(vocab_set)
+    ids = {t: i for i, t in enumerate(vocab)}
+    all_terms = [np.fromiter((ids[t] for t in terms_new), dtype=np.int64, count=len(terms_new))]
+    all_docs = [docs_new]
+    all_tfs = [np.minimum(tfs_new, MAX_TF).astype(np.uint16)]
+    for used, names, term_ids, kept_docs, kept_tfs in copied:
+        remap = np.zeros(int(used.max(initial=0)) + 1, dtype=np.int64)
+        remap[used] = [ids[t] for t in names]
+        all_terms.append(remap[term_ids])
+        all_docs.append(kept_docs)
+        all_tfs.append(kept_tfs.astype(np.uint16))
+    term_ids = np.concatenate(all_terms)
+    docs = np.concatenate(all_docs)
+    order = np.lexsort((docs, term_ids))
+    indptr = np.zeros(len(vocab) + 1, dtype=np.int64)
+    np.cumsum(np.bincount(term_ids, minlength=len(vocab)), out=indptr[1:])
+    return (
+        vocab,
+        indptr,
+        docs[order].astype(np.int32),
+        np.concatenate(all_tfs)[order],
+        lengths,
+    )
