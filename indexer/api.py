@@ -120,6 +120,7 @@ class Index:
         self._worktree: WorktreeOverlay | None = None  # followed by every read (Index.open)
         self.worktree: OverlayState | None = None  # what the last refresh found
         self._view: tuple[OverlayState, tuple[object, ...], Index] | None = None  # last one
+        self.committed: Index = self  # for a working-tree view: its commit's (the code graph)
 
     def with_overlay(self, segment: SegmentData | None, masked: Iterable[str] = ()) -> Index:
         """This index with `segment` (kept in memory) added and `masked` paths hidden in the
@@ -303,18 +304,19 @@ class Index:
 
         return graph_of(self.space)
 
-    @_on_current
     @corrupt_as_error
     def related(
         self, key: str, direction: str = "both", depth: int = 1, limit: int = 50
     ) -> list[Related]:
-        """Callers and/or callees of a symbol name, qualname, `path::qualname` or chunk id."""
+        """Callers and/or callees of a symbol name, qualname, `path::qualname` or chunk id, from
+        the indexed commit's code graph (uncommitted edits are not in it)."""
         from .index.graph import related
         from .search.related_types import Related
 
         check_types(key=(key, str), direction=(direction, str), depth=(depth, int))
         check_types(limit=(limit, int))
-        return [Related.from_record(e) for e in related(self, key, direction, depth, limit)]
+        found = related(self.committed, key, direction, depth, limit)
+        return [Related.from_record(e) for e in found]
 
     # -- search ----------------------------------------------------------------------------------
     @_on_current

@@ -54,6 +54,8 @@ def test_a_renamed_function_is_found_under_its_new_name_only(repo: Path) -> None
     assert "retry_with_backoff" not in symbols(index.search("retry_with_backoff", k=10))
     assert found[0].to_dict()["source"] == "worktree"
     assert index.search("format_money", k=1)[0].source == "commit"
+    # The code graph is the commit's: `related` still knows the committed name.
+    assert index.related("retry_with_backoff")[0].symbol.name == "retry_with_backoff"
     committed = Index.open(repo, worktree=False)
     assert committed.search("retry_with_backoff", k=1)[0].symbol == "retry_with_backoff"
     assert "retry_with_jitter" not in symbols(committed.search("retry_with_jitter", k=10))

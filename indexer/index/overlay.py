@@ -234,4 +234,5 @@ def overlaid(index: Index, state: OverlayState) -> Index:
     segment = assemble(list(files), table, {}) if files else None
     view = index.with_overlay(segment, state.masked)
     view.worktree = state
+    view.committed = index
     return view
