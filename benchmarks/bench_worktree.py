@@ -8,7 +8,7 @@
   commit's time, so recency agrees).
 
     python benchmarks/bench_worktree.py [--repo /work/bigbench/repos/sympy.git] [--work DIR]
-        [--devset /work/shared/devset] [--repeats 3] [--cold-runs 20]
+        [--devset /work/shared/devset] [--repeats 3] [--cold-runs 20] [--skip warm|cold|equality]
 """
 
 from __future__ import annotations
@@ -125,10 +125,16 @@ def warm(clean: Path, dirty: Path, index_dir: Path, queries: list[str], repeats:
     return out
 
 
-def cold(clean: Path, dirty: Path, index_dir: Path, queries: list[str], runs: int) -> Any:
+def cold(
+    clean: Path, dirty: Path, index_dir: Path, queries: list[str], runs: int, served: bool
+) -> Any:
+    """Whole `indexer search` processes; `served`: forwarded to a running `indexer serve`."""
     apply_edits(dirty, edit_targets(dirty, 10))
-    env = dict(os.environ, INDEXER_SERVE="0", INDEXER_SAVINGS="0")
+    env = dict(os.environ, INDEXER_SERVE="on" if served else "0", INDEXER_SAVINGS="0")
     base = [sys.executable, "-m", "indexer", "search", "--json", "--no-log"]
+    if served:
+        serve = [sys.executable, "-m", "indexer", "serve", "--index-dir", str(index_dir)]
+        subprocess.run([*serve, "--background"], cwd=clean, env=env, check=True)
     times: dict[str, list[float]] = {"clean": [], "dirty": []}
     for i in range(runs + 2):
         q = queries[i % len(queries)]
@@ -143,9 +149,11 @@ def cold(clean: Path, dirty: Path, index_dir: Path, queries: list[str], runs: in
             )
             if i >= 2:  # two warm-up rounds (page cache)
                 times[name].append((time.perf_counter() - start) * 1000)
+    if served:
+        subprocess.run([*serve, "--stop"], cwd=clean, env=env, check=False)
     entry = {"clean_p50": p50(times["clean"]), "dirty_p50": p50(times["dirty"])}
     entry["delta_ms"] = round(entry["dirty_p50"] - entry["clean_p50"], 1)
-    print(f"cold 10 dirty: {entry}", file=sys.stderr)
+    print(f"cold 10 dirty{' (served)' if served else ''}: {entry}", file=sys.stderr)
     return entry
 
 
@@ -177,6 +185,7 @@ def main() -> int:
     parser.add_argument("--devset", type=Path, default=Path("/work/shared/devset"))
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--cold-runs", type=int, default=20)
+    parser.add_argument("--skip", action="append", default=[], choices=("warm", "cold", "equality"))
     args = parser.parse_args()
     work = args.work or Path(tempfile.mkdtemp(prefix="bench-worktree-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -190,9 +199,13 @@ def main() -> int:
     sets = query_sets(index_dir, args.devset)
     queries = [q for qs in sets.values() for q in qs]
     results["queries"] = len(queries)
-    results["warm"] = warm(clean, dirty, index_dir, queries, args.repeats)
-    results["cold"] = cold(clean, dirty, index_dir, queries, args.cold_runs)
-    results["equality"] = {n: equality(dirty, index_dir, work, queries, n) for n in (10, 100)}
+    if "warm" not in args.skip:
+        results["warm"] = warm(clean, dirty, index_dir, queries, args.repeats)
+    if "cold" not in args.skip:
+        results["cold"] = cold(clean, dirty, index_dir, queries, args.cold_runs, served=False)
+        results["served"] = cold(clean, dirty, index_dir, queries, args.cold_runs, served=True)
+    if "equality" not in args.skip:
+        results["equality"] = {n: equality(dirty, index_dir, work, queries, n) for n in (10, 100)}
     git(dirty, "checkout", "-q", "--", ".")
     print(json.dumps(results, indent=1))
     (work / "results.json").write_text(json.dumps(results, indent=1))
