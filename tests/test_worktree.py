@@ -195,3 +195,10 @@ def test_a_watch_covers_untracked_directories_that_existed_before_it(repo: Path)
     (repo / "later/empty/mod.py").write_text("def arrived_later():\n    pass\n")
     assert overlay.refresh(commit, blobs).masked == ["later/empty/mod.py"]
     overlay.close()
+
+
+def test_another_repositorys_tree_is_never_overlaid(repo: Path, make_repo: MakeRepo) -> None:
+    other = make_repo({"net/retry.py": "def elsewhere():\n    pass\n"})
+    (other / "net/retry.py").write_text("def edited_elsewhere():\n    pass\n")
+    state = WorktreeOverlay(other).refresh(head(repo), committed_blobs(repo))
+    assert state.unrelated and not state and state.files == []

@@ -55,6 +55,7 @@ class OverlayState:
     removed: list[str] = field(default_factory=list)  # gone from disk
     skipped: dict[str, list[str]] = field(default_factory=dict)  # reason -> paths
     merging: bool = False
+    unrelated: bool = False  # the working tree is another repository's: nothing overlaid
 
     @property
     def key(self) -> tuple[object, ...]:
@@ -79,6 +80,7 @@ class OverlayState:
             "states": dict(sorted(states.items())),
             "skipped": {r: len(p) for r, p in sorted(self.skipped.items())},
             "merging": self.merging,
+            "unrelated": self.unrelated,
             "paths": list(self.masked),
         }
 
@@ -147,7 +149,7 @@ class WorktreeOverlay:
             self._watch = None
 
     def state_of(self, scan: WorktreeScan, commit: str, blob_of: Mapping[str, str]) -> OverlayState:
-        state = OverlayState(self.root, commit, merging=scan.merging)
+        state = OverlayState(self.root, commit, merging=scan.merging, unrelated=scan.unrelated)
         masked = set(scan.removed) & set(blob_of)
         state.removed = sorted(masked)
         for reason, paths in scan.skipped.items():

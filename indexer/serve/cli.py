@@ -98,6 +98,8 @@ def worktree_line(worktree: dict[str, Any] | None) -> str:
     """`3 uncommitted files overlaid (2 modified, 1 added)`, or why there is no overlay."""
     if worktree is None:
         return "not overlaid (no working tree)"
+    if worktree["unrelated"]:
+        return f"not overlaid ({worktree['root']} is another repository's working tree)"
     n = worktree["overlaid"]
     states = ", ".join(f"{v} {k}" for k, v in worktree["states"].items())
     line = f"{n} uncommitted file{'s' if n != 1 else ''} overlaid" + (f" ({states})" if n else "")

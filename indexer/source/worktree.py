@@ -53,6 +53,7 @@ class WorktreeScan:
     removed: list[str] = field(default_factory=list)  # gone from disk (deleted, renamed away)
     skipped: dict[str, list[str]] = field(default_factory=dict)  # reason -> paths (path rules)
     merging: bool = False  # a merge with conflicts in progress (markers are in the files)
+    unrelated: bool = False  # the indexed commit is not in this repository: no overlay
 
     @property
     def paths(self) -> set[str]:
@@ -80,7 +81,10 @@ def scan_worktree(root: Path, indexed_commit: str | None) -> WorktreeScan:
     else:
         head, flags = _git_status(root)
     if indexed_commit and head and head != indexed_commit:
-        for path in _changed_between(root, indexed_commit, head):
+        between = _changed_between(root, indexed_commit, head)
+        if between is None:  # another repository's index (`--index-dir`): nothing to overlay
+            return WorktreeScan(root, head, unrelated=True)
+        for path in between:
             flags.setdefault(path, "modified")
     rules = _ignore_rules(root)
     scan = WorktreeScan(root, head, merging="conflicted" in flags.values())
@@ -222,12 +226,13 @@ def _state(xy: str) -> str:
     return "added" if xy[0] == "A" else "modified"
 
 
-def _changed_between(root: Path, old: str, new: str) -> list[str]:
-    """Paths that differ between two commits (the index is behind HEAD)."""
+def _changed_between(root: Path, old: str, new: str) -> list[str] | None:
+    """Paths that differ between two commits (the index is behind HEAD); None when `old` is
+    not a commit of this repository."""
     try:
         out = _git(["diff", "--no-renames", "--name-only", "-z", old, new, "--"], root)
     except IndexerError:
-        return []  # the indexed commit is not in this repository: status alone
+        return None
     return [p for p in out.decode("utf-8", "surrogateescape").split("\0") if p]
 
 
