@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -98,9 +99,14 @@ class WorktreeOverlay:
         self._watch: TreeWatch | None = None
         self._last: OverlayState | None = None
         self._watch_commit: str | None = None
+        self._lock = threading.Lock()
 
     def refresh(self, commit: str, blob_of: Mapping[str, str]) -> OverlayState:
         """The overlay against `commit`, whose indexed files have the blobs `blob_of`."""
+        with self._lock:  # a server may answer two requests at once
+            return self._refresh(commit, blob_of)
+
+    def _refresh(self, commit: str, blob_of: Mapping[str, str]) -> OverlayState:
         last = self._last
         if self._watching and commit != self._watch_commit:
             self._watch_commit = commit  # first refresh, or another indexed commit
