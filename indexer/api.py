@@ -175,9 +175,16 @@ class Index:
     # -- the working tree ------------------------------------------------------------------------
     def follow(self, worktree: WorktreeOverlay) -> Index:
         """Answer every read from now on with `worktree`'s uncommitted files overlaid."""
-        self._worktree = worktree
-        self._view = None
+        self._worktree = worktree  # a view made for another tree is never reused: see key
         return self
+
+    def now(self) -> Index:
+        """`current()` once, for one command: later reads do not look at the working tree
+        again (an index opened again follows it anew)."""
+        view = self.current()
+        if view is self:
+            self._worktree = None  # nothing uncommitted: this index is the view
+        return view
 
     def current(self) -> Index:
         """The index as the working tree is now: this one when nothing is uncommitted (or the

@@ -61,7 +61,8 @@ class OverlayState:
     @property
     def key(self) -> tuple[object, ...]:
         """Equal keys: the same overlay (a long-lived process reuses what it assembled)."""
-        return (self.commit, tuple((f.path, f.blob) for f in self.files), tuple(self.masked))
+        files = tuple((f.path, f.blob) for f in self.files)
+        return (self.root, self.commit, files, tuple(self.masked))
 
     def __bool__(self) -> bool:
         return bool(self.masked)

@@ -56,7 +56,7 @@ def open_index(args: argparse.Namespace) -> Any:
                 f"the index holds commit {index.commit[:12]}, not {rev} ({commit[:12]}); "
                 f"run `indexer update --rev {rev}` to index it"
             )
-    return index.current()
+    return index.now()
 
 
 def add_worktree_options(p: argparse.ArgumentParser) -> None:
