@@ -17,7 +17,7 @@ import errno
 import os
 import struct
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 _IN_NONBLOCK = 0o4000
@@ -99,10 +99,11 @@ class TreeWatch:
             for top in new_dirs:
                 self.add(Path(d) for d, _, _ in os.walk(top))
 
-    def close(self) -> None:
+    def close(self, _close: Callable[[int], None] = os.close) -> None:
+        # `_close` is bound at definition: at interpreter exit `os` may already be gone.
         if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
+            fd, self._fd = self._fd, -1
+            _close(fd)
 
     def __del__(self) -> None:
         self.close()
