@@ -105,24 +105,24 @@ def test_workers_exit_when_a_build_is_killed(make_repo: MakeRepo, tmp_path: Path
     for pid in survivors:  # do not leak them into the rest of the test run
         os.kill(pid, signal.SIGKILL)
     assert not survivors, "worker processes outlived the killed build"
-    # The killed build's temporary snapshot is removed by the next build.
-    snapshots = root / ".git" / "indexer" / "snapshots"
-    left = list(snapshots.glob(".tmp-*")) if snapshots.exists() else []
+    # The killed build's temporary segment is removed by the next build.
+    segments = root / ".git" / "indexer" / "segments"
+    left = list(segments.glob(".tmp-*")) if segments.exists() else []
     assert run_cli("build", "--repo", str(root)).returncode == 0
-    assert not any(p.exists() for p in left) and not list(snapshots.glob(".tmp-*"))
+    assert not any(p.exists() for p in left) and not list(segments.glob(".tmp-*"))
 
 
 def test_stale_temporaries_are_removed_but_not_a_live_writers(make_repo: MakeRepo) -> None:
     root = make_repo({"a.py": "def a():\n    return 1\n"})
     build_index(root, progress=False)
-    snapshots = root / ".git" / "indexer" / "snapshots"
+    segments = root / ".git" / "indexer" / "segments"
     live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
         dead = subprocess.run(
             [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True
         )
-        stale = snapshots / f".tmp-{dead.stdout.strip()}-abc"
-        in_use = snapshots / f".tmp-{live.pid}-def"
+        stale = segments / f".tmp-{dead.stdout.strip()}-abc"
+        in_use = segments / f".tmp-{live.pid}-def"
         for folder in (stale, in_use):
             folder.mkdir()
             (folder / "texts.bin").write_bytes(b"partial")
