@@ -44,13 +44,15 @@ def indexer(code: Path, repo: Path, *args: str) -> float:
     """Run `python -m indexer` from `code` (its package first on the path); wall seconds."""
     env = {**os.environ, "PYTHONPATH": str(code)}
     start = time.perf_counter()
-    subprocess.run(
+    proc = subprocess.run(
         [sys.executable, "-m", "indexer", *args, "--repo", str(repo)],
         cwd=code,
         env=env,
-        check=True,
         capture_output=True,
+        text=True,
     )
+    if proc.returncode != 0:
+        raise SystemExit(f"indexer {' '.join(args)} failed: {proc.stderr.strip()[-2000:]}")
     return time.perf_counter() - start
 
 
@@ -63,9 +65,10 @@ def files_under(directory: Path) -> dict[str, tuple[int, int]]:
     return out
 
 
-def python_files(repo: Path, n: int) -> list[str]:
+def python_files(repo: Path, n: int, start: int) -> list[str]:
+    """n source files, different ones for each `start` (each update its own segment)."""
     names = [p for p in git(repo, "ls-files", "*.py").splitlines() if "/tests/" not in p]
-    return sorted(names, key=lambda p: (len(p), p))[100 : 100 + n]
+    return sorted(names, key=lambda p: (len(p), p))[100 + start : 100 + start + n]
 
 
 def commit_change(repo: Path, files: list[str], tag: str) -> None:
@@ -106,12 +109,30 @@ def search_p50(code: Path, repo: Path, rounds: int = 30) -> float:
     return float(proc.stdout.strip().splitlines()[-1])
 
 
-def measure(code: Path, origin: Path, work: Path, label: str, segments: bool) -> dict[str, object]:
+def measure(
+    code: Path,
+    origin: Path,
+    work: Path,
+    label: str,
+    segments: bool,
+    start: Path | None = None,
+    search: bool = True,
+) -> dict[str, object]:
+    """`start`: a format-2 snapshot (segments: converted by convert_v2.py) or index directory
+    (baseline: copied) of the same commit and chunker version, instead of a full build."""
     repo = work / f"repo-{label}"
     shutil.rmtree(repo, ignore_errors=True)
     subprocess.run(["git", "clone", "-q", str(origin), str(repo)], check=True, env=GIT_ENV)
     index_dir = repo / ".git" / "indexer"
-    result: dict[str, object] = {"build_s": round(indexer(code, repo, "build"), 2)}
+    result: dict[str, object] = {}
+    if start is None:
+        result["build_s"] = round(indexer(code, repo, "build"), 2)
+    elif segments:
+        env = {**os.environ, "PYTHONPATH": str(code)}
+        script = [sys.executable, str(code / "benchmarks" / "convert_v2.py"), str(start)]
+        subprocess.run([*script, str(index_dir)], cwd=code, env=env, check=True)
+    else:
+        shutil.copytree(start, index_dir, symlinks=True)
     size = sum(s for _, s in files_under(index_dir).values())
     source = source_bytes(repo)
     result.update(index_mb=round(size / 1e6, 1), source_mb=round(source / 1e6, 1))
@@ -119,7 +140,7 @@ def measure(code: Path, origin: Path, work: Path, label: str, segments: bool) ->
     for n in (1, 5):
         times = []
         for attempt in range(3):
-            commit_change(repo, python_files(repo, n), f"{n}-{attempt}")
+            commit_change(repo, python_files(repo, n, 10 * attempt + 5 * (n > 1)), f"{n}-{attempt}")
             before = files_under(index_dir)
             times.append(indexer(code, repo, "update"))
             after = files_under(index_dir)
@@ -129,9 +150,10 @@ def measure(code: Path, origin: Path, work: Path, label: str, segments: bool) ->
                 result["written_1file_bytes"] = written
                 result["written_1file_pct"] = round(100 * written / total, 2)
         result[f"update_{n}file_s"] = round(statistics.median(times), 3)
-    if segments:
+        print(label, json.dumps(result), file=sys.stderr, flush=True)
+    if segments and search:
         for i in range(10 - 6):
-            commit_change(repo, python_files(repo, 1), f"seg-{i}")
+            commit_change(repo, python_files(repo, 1, 40 + i), f"seg-{i}")
             indexer(code, repo, "update")
         status = json.loads(
             subprocess.run(
@@ -146,7 +168,7 @@ def measure(code: Path, origin: Path, work: Path, label: str, segments: bool) ->
         result["search_p50_segments_ms"] = round(search_p50(code, repo), 2)
         indexer(code, repo, "optimize")
         result["search_p50_merged_ms"] = round(search_p50(code, repo), 2)
-    else:
+    elif search:
         result["search_p50_ms"] = round(search_p50(code, repo), 2)
     shutil.rmtree(repo, ignore_errors=True)
     return result
@@ -157,13 +179,23 @@ def main() -> None:
     parser.add_argument("--repo", required=True)
     parser.add_argument("--baseline", default=None, help="a checkout of the code before segments")
     parser.add_argument("--work", default="/tmp/bench-segments")
+    parser.add_argument("--code", default=str(ROOT), help="the checkout measured (default: this)")
+    parser.add_argument("--start-snapshot", default=None, help="format-2 snapshot to convert")
+    parser.add_argument("--baseline-start", default=None, help="format-2 index dir to copy")
+    parser.add_argument("--no-search", action="store_true", help="updates and disk only")
     args = parser.parse_args()
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
     out: dict[str, object] = {"repo": args.repo}
     if args.baseline:
-        out["baseline"] = measure(Path(args.baseline), Path(args.repo), work, "base", False)
-    out["segments"] = measure(ROOT, Path(args.repo), work, "seg", True)
+        start = Path(args.baseline_start) if args.baseline_start else None
+        out["baseline"] = measure(
+            Path(args.baseline), Path(args.repo), work, "base", False, start, not args.no_search
+        )
+    start = Path(args.start_snapshot) if args.start_snapshot else None
+    out["segments"] = measure(
+        Path(args.code), Path(args.repo), work, "seg", True, start, not args.no_search
+    )
     print(json.dumps(out, indent=1))
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import functools
 import json
 import os
-import re
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -17,20 +16,18 @@ import numpy as np
 
 from .errors import IndexerError, check_types
 from .index.gitdir import git_dir as _git_dir
-from .index.integrity import check_chunk, corrupt_as_error
-from .index.lexical_view import LexicalView
-from .index.reader import DenseView, RowSpace, open_generation, open_space
-from .index.segment import Segment, SegmentData
+from .index.integrity import corrupt_as_error
+from .index.segment import SegmentData
 from .index.store import current_generation, default_index_dir
 from .index.tokens import path_terms
 from .index.vectors import StaticVectors
+from .index.view import GenerationView, Overlay
 from .search.fusion import FusionConfig
 from .search.query import Query, parse_query
 from .search.ranking import rank
 from .source.chunks import Chunk
 
 if TYPE_CHECKING:
-    from .index.graph import CodeGraph
     from .index.overlay import OverlayState, WorktreeOverlay
     from .search.answers import Verdict
     from .search.budget import Packed
@@ -89,8 +86,10 @@ def _on_current(method: _Read) -> _Read:
     return read  # type: ignore[return-value]
 
 
-class Index:
-    """A read-only view of one repository's current index generation (its live segments).
+class Index(GenerationView):
+    """A read-only view of one repository's current index generation (its live segments),
+    with searching, chunk lookup, the code graph commands and status on top of the arrays
+    GenerationView (indexer/index/view.py) loads.
 
     `overlay`: an extra in-memory segment (indexer.index.segment.SegmentData) and paths masked
     in every stored segment: what the working-tree overlay adds (see `with_overlay`)."""
@@ -100,22 +99,11 @@ class Index:
         snapshot: Path,
         fusion: FusionConfig | None = None,
         vectors: StaticVectors | None = None,
-        overlay: tuple[SegmentData | None, Iterable[str]] | None = None,
-        opened: Index | None = None,
+        overlay: Overlay | None = None,
+        opened: GenerationView | None = None,
     ) -> None:
-        self.snapshot = snapshot  # the generation manifest: <index dir>/generations/<name>.json
-        # `opened`: an Index of the same generation whose open segments (and what they have
-        # read) are shared, as a working-tree view shares its commit's.
-        generation = (
-            (opened.manifest, opened._parts)
-            if opened is not None
-            else corrupt_as_error(open_generation)(snapshot)
-        )
-        self.manifest: dict[str, Any] = generation[0]
-        self._parts: list[tuple[Segment, list[str]]] = generation[1]
+        super().__init__(snapshot, vectors, overlay, opened)
         self.fusion = fusion or FusionConfig.load()
-        self._vectors = vectors
-        self._overlay = overlay
         self.session: str | None = None  # savings-log session of this object's searches
         self._worktree: WorktreeOverlay | None = None  # followed by every read (Index.open)
         self.worktree: OverlayState | None = None  # what the last refresh found
@@ -142,9 +130,9 @@ class Index:
         watch: bool = True,
     ) -> Index:
         """The current index of `repo`; with `worktree` (the default) every read overlays the
-        uncommitted files of the working tree holding `repo` (indexer/index/overlay.py). `watch`
-        keeps a watch on the tree so that an unchanged tree costs no `git status` (for a
-        process that searches more than once)."""
+        uncommitted files of the working tree holding `repo` (indexer/index/overlay.py).
+        `watch` keeps a watch on the tree so that an unchanged tree costs no `git status` (for
+        a process that searches more than once)."""
         for name, value in (("repo", repo), ("index_dir", index_dir)):
             if value is not None and not isinstance(value, str | os.PathLike):
                 raise IndexerError(f"{name} must be a path, not {type(value).__name__}")
@@ -202,97 +190,6 @@ class Index:
             self._view = (state, state.key, overlaid(self, state))
         return self._view[2]
 
-    # -- lazily loaded parts (a cold `indexer search` loads only what it needs) ------------------
-    @cached_property
-    def vectors(self) -> StaticVectors:
-        if self._vectors is not None:
-            return self._vectors
-        info = self.manifest.get("vectors", {})
-        table = StaticVectors.load(Path(info["dir"]) if info.get("dir") else None)
-        if table.dim != info.get("dims") or len(table.vocab) != info.get("vocab_size"):
-            raise IndexerError(
-                "the static vector table changed since this index was built; run `indexer build`"
-            )
-        return table
-
-    @cached_property
-    def space(self) -> RowSpace:
-        """The live rows of every segment in one row space (indexer/index/reader.py)."""
-        return corrupt_as_error(open_space)(self._parts, self._overlay)
-
-    @cached_property
-    def lexical(self) -> LexicalView:
-        return LexicalView(self.space)
-
-    @cached_property
-    def dense(self) -> DenseView:
-        return DenseView(self.space, self._fids)
-
-    @cached_property
-    def _fids(self) -> np.ndarray:
-        return self.space.gather("fids")
-
-    @cached_property
-    def _fid_lookup(self) -> tuple[np.ndarray, np.ndarray]:
-        order = np.argsort(self._fids)
-        return self._fids[order], order
-
-    @cached_property
-    def _chunk_file(self) -> np.ndarray:
-        return self.space.chunk_file
-
-    @cached_property
-    def _chunk_flags(self) -> np.ndarray:
-        return self.space.gather("flags")
-
-    @cached_property
-    def _columns(self) -> dict[str, list[str]]:
-        return {name: self.space.gather_list(name) for name in ("symbols", "kinds", "defines")}
-
-    @cached_property
-    def files(self) -> list[dict[str, Any]]:
-        return self.space.files
-
-    @cached_property
-    def _file_times(self) -> np.ndarray:
-        return np.asarray([f["time"] for f in self.files], dtype=np.int64)
-
-    @property
-    def commit(self) -> str:
-        return str(self.manifest["commit"])
-
-    def __len__(self) -> int:
-        if self._overlay is None:
-            return int(self.manifest["counts"]["chunks"])
-        return self.space.n_rows
-
-    # -- chunk access ----------------------------------------------------------------------------
-    @cached_property
-    def blob_of(self) -> dict[str, str]:
-        """path -> blob id of every indexed file."""
-        return {f["path"]: f["blob"] for f in self.files}
-
-    @corrupt_as_error
-    def chunk_at(self, row: int, with_text: bool = True) -> Chunk:
-        segment, local = self.space.locate(row)
-        line = segment.meta_bytes(local, local + 1)
-        raw = segment.text_bytes(local, local + 1)
-        check_chunk(segment.sums, local, line, raw)  # never serve damaged text or metadata
-        record = json.loads(line)
-        return Chunk(**record, text=raw.decode("utf-8") if with_text else "")
-
-    def row_of(self, chunk_id: str) -> int:
-        if not re.fullmatch(r"[0-9a-f]{16}", chunk_id):
-            raise IndexerError(f"not a chunk id: {chunk_id!r} (expected 16 hex digits)")
-        from .index.dense import faiss_id
-
-        sorted_fids, order = self._fid_lookup
-        fid = faiss_id(chunk_id)
-        pos = int(np.searchsorted(sorted_fids, fid))
-        if pos >= len(sorted_fids) or sorted_fids[pos] != fid:
-            raise IndexerError(f"no chunk with id {chunk_id} in the index")
-        return int(order[pos])
-
     @_on_current
     @corrupt_as_error
     def show(self, chunk_id: str) -> Chunk:
@@ -305,12 +202,6 @@ class Index:
         return self.chunk_at(self.row_of(chunk_id))
 
     # -- code graph (indexer/index/graph.py; loaded only by the commands that use it) ------------
-    @cached_property
-    def graph(self) -> CodeGraph:
-        from .index.graphfacts import graph_of
-
-        return graph_of(self.space)
-
     @corrupt_as_error
     def related(
         self, key: str, direction: str = "both", depth: int = 1, limit: int = 50
@@ -445,11 +336,6 @@ class Index:
         """Ranked (row, scores) pairs: see indexer/search/ranking.py."""
         return rank(self, q, k, cut, retrievers, allowed)
 
-    def _rows_of_fids(self, fids: np.ndarray) -> np.ndarray:
-        sorted_fids, order = self._fid_lookup
-        pos = np.searchsorted(sorted_fids, fids)
-        return order[np.clip(pos, 0, len(order) - 1)].astype(np.int64)
-
     @cached_property
     def _definitions(self) -> dict[str, list[int]]:
         """Lowercased defined name -> rows: definitions' symbols and module-level names."""
@@ -487,9 +373,14 @@ class Index:
         return {t for name in names for t in path_terms(name)}
 
     @cached_property
-    def path_term_cache(self) -> list[tuple[set[str], set[str]] | None]:
+    def path_term_cache(self) -> list[tuple[list[frozenset[str]], list[frozenset[str]]] | None]:
         """Per file: its stem's and its directories' terms, filled as files are ranked."""
         return [None] * len(self.files)
+
+    @cached_property
+    def flag_fix_cache(self) -> dict[int, tuple[int, int]]:
+        """Per file: the path-class flags to drop and to add (rerank.corrected_flags)."""
+        return {}
 
     def _result(self, row: int, s: dict[str, float], with_text: bool) -> SearchResult:
         c = self.chunk_at(row, with_text=with_text)
@@ -547,13 +438,6 @@ class Index:
         }
 
     # -- lifetime ----------------------------------------------------------------------------------
-    def close(self) -> None:
-        """Release the memory maps and loaded arrays (the index can be reopened)."""
-        for segment, _ in self._parts:
-            segment.close()
-        for name in ("space", "lexical", "dense", "graph", "_fids", "_fid_lookup"):
-            self.__dict__.pop(name, None)
-
     def __enter__(self) -> Index:
         return self
 

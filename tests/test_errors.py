@@ -72,7 +72,7 @@ def test_corrupt_and_foreign_indexes_say_how_to_rebuild(sample_repo: Path) -> No
 
     manifest["format"] = SEGMENT_FORMAT
     (snapshot / "segment.json").write_text(json.dumps(manifest))
-    with (snapshot / "texts.bin").open("ab") as fh:
+    with (snapshot / "texts_z.bin").open("ab") as fh:
         fh.write(b"garbage")
     assert_clean_error(run_cli("search", "x", "--repo", str(sample_repo)), "truncated")
 

@@ -211,3 +211,46 @@ def test_switching_back_reuses_the_kept_snapshot(make_repo, tmp_path: Path) -> N
     forward = update_index(repo_path, index_dir=index_dir, progress=False)
     assert forward.mode == "reused"
     assert Index(current_snapshot(index_dir)).search("Alpha")[0].symbol == "Alpha"
+
+
+def test_tiered_merge_policy() -> None:
+    from indexer.index.merge import MERGE_FACTOR, plan
+
+    small = [(10, 0)] * (MERGE_FACTOR - 1)
+    assert plan(small) == []  # a tier below the factor waits
+    assert plan([*small, (12, 0)]) == list(range(MERGE_FACTOR))
+    # A big segment stays out of a merge of small ones, unless it is mostly deleted rows.
+    assert plan([(100_000, 0), *small, (12, 0)]) == list(range(1, MERGE_FACTOR + 1))
+    assert plan([(100_000, 200_000), *small, (12, 0)]) == list(range(MERGE_FACTOR + 1))
+    assert plan([(100_000, 0), (10, 0)]) == []
+
+
+def test_updates_add_segments_and_optimize_merges_them(make_repo, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    from .conftest import run_cli
+
+    files = {"a.py": PIECES["a.py"][0], "web/c.js": JS_CART, "docs/d.md": PIECES["docs/d.md"][0]}
+    repo = make_repo({**files, "pkg/b.py": PYTHON_NET})  # b.py keeps the first segment alive
+    update_index(repo, progress=False)
+    for i, (name, text) in enumerate(
+        [
+            ("a.py", PIECES["a.py"][1]),
+            ("docs/d.md", PIECES["docs/d.md"][1]),
+            ("web/c.js", PIECES["web/c.js"][1]),
+        ]
+    ):
+        write_files(repo, {name: text})
+        commit_all(repo, f"change {i}")
+        report = update_index(repo, progress=False)
+        assert report.segments == i + 2 and report.written_bytes < report.bytes
+    before = Index.open(repo)
+    answers = {q: [(r.id, r.score) for r in before.search(q)] for q in QUERIES}
+    proc = run_cli("optimize", "--json", cwd=repo)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["segments_after"] == 1
+    after = Index.open(repo)
+    assert after.status()["segments"] == 1 and after.snapshot != before.snapshot
+    assert {q: [(r.id, r.score) for r in after.search(q)] for q in QUERIES} == answers
+    # The generation the first Index opened is kept (with its segments): it still answers.
+    assert [(r.id, r.score) for r in before.search("Alpha")] == [
+        (r.id, r.score) for r in after.search("Alpha")
+    ]

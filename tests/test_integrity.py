@@ -18,7 +18,8 @@ from indexer.errors import IndexerError
 from indexer.fresh.share import publish
 from indexer.index import integrity
 from indexer.index.build import update_index
-from indexer.index.integrity import chunk_sums
+from indexer.index.integrity import chunk_sums, meta_sum
+from indexer.index.segment import TEXT_BLOCKS, TEXTS, compress_texts, decompress_texts
 from indexer.index.store import current_generation
 
 from .conftest import SAMPLE_FILES, MakeRepo, commit_all, live_segment, run_cli, write_files
@@ -37,22 +38,43 @@ def _published(repo_path: Path, ref: str) -> dict[str, bytes]:
     return out
 
 
+def _npy(array: np.ndarray) -> bytes:
+    buffer = io.BytesIO()
+    np.save(buffer, array)
+    return buffer.getvalue()
+
+
+def _flip(path: Path, marker: bytes = b"") -> None:
+    """Change one byte in the middle of a file (same size: only a checksum notices)."""
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    path.write_bytes(bytes(data))
+
+
 def _forge(published: dict[str, bytes], name: str, old: bytes, new: bytes) -> dict[str, bytes]:
     """What an attacker with push access does: change a file, then fix every checksum."""
     files = {k.split(":", 1)[1]: v for k, v in published.items() if k.startswith("segment:")}
     files["manifest.json"] = published["manifest.json"]
-    assert len(old) == len(new) and old in files[name]
-    forged = dict(files, **{name: files[name].replace(old, new)})
     load = lambda n: np.load(io.BytesIO(forged[n]), allow_pickle=False)  # noqa: E731
+    forged = dict(files)
+    texts = decompress_texts(forged[TEXTS], load(TEXT_BLOCKS))  # "texts.bin": the plain texts
+    if name == "texts.bin":
+        assert len(old) == len(new) and old in texts
+        texts = texts.replace(old, new)
+        n_files = len(forged["file_paths.txt"].decode().split("\n"))
+        blocks, forged[TEXTS] = compress_texts(
+            texts, load("text_offsets.npy"), load("chunk_file.npy"), n_files
+        )
+        forged[TEXT_BLOCKS] = _npy(blocks)
+    else:
+        assert len(old) == len(new) and old in files[name]
+        forged[name] = files[name].replace(old, new)
     sums = chunk_sums(
-        forged["chunks.jsonl"],
-        load("chunk_offsets.npy"),
-        forged["texts.bin"],
-        load("text_offsets.npy"),
+        forged["chunks.jsonl"], load("chunk_offsets.npy"), texts, load("text_offsets.npy")
     )
-    buffer = io.BytesIO()
-    np.save(buffer, sums)
-    forged["chunk_sums.npy"] = buffer.getvalue()
+    forged["chunk_sums.npy"] = _npy(sums)
+    lines = forged["chunks.jsonl"].splitlines(keepends=True)
+    forged["meta_sums.npy"] = _npy(np.asarray([meta_sum(line) for line in lines], dtype=np.int64))
     segment = json.loads(forged["segment.json"])
     for file_name, info in segment["artifacts"].items():
         info.update(
@@ -87,7 +109,9 @@ def test_a_forged_shared_index_is_refused(
     assert run_cli("build", cwd=sample_repo).returncode == 0
     ref = publish(str(sample_repo))["ref"]
     forged = _forge(_published(sample_repo, ref), name, old, new)
-    changed = (f"segment:{name}", "segment:chunk_sums.npy", "segment:segment.json")
+    written = (TEXTS, TEXT_BLOCKS) if name == "texts.bin" else (name,)
+    sums = ("chunk_sums.npy", "meta_sums.npy", "segment.json")
+    changed = tuple(f"segment:{n}" for n in (*written, *sums))
     _republish_with(sample_repo, ref, {n: forged[n] for n in (*changed, "manifest.json")})
     clone = clone_with_index(sample_repo, tmp_path / "clone")
     proc = run_cli("pull", cwd=clone)
@@ -136,15 +160,15 @@ def test_verify_finds_same_size_changes_and_forged_checksums(sample_repo: Path) 
     assert run_cli("build", cwd=sample_repo).returncode == 0
     assert "ok:" in run_cli("verify", cwd=sample_repo).stdout
     snapshot = live_segment(sample_repo)
-    texts = snapshot / "texts.bin"
+    texts = snapshot / TEXTS
     original = texts.read_bytes()
-    texts.write_bytes(original.replace(b"base_delay * 2", b"base_delay * 0"))
+    _flip(texts)
     assert_clean_error(run_cli("verify", cwd=sample_repo), "fails its checksum")
     # Served text is checked per chunk, so `show` refuses instead of printing altered code.
     assert_clean_error(run_cli("show", "net/retry.py:5-12", cwd=sample_repo), "indexer build")
     # Someone who also fixes every checksum is caught by the check against git.
     files = {f"segment:{p.name}": p.read_bytes() for p in snapshot.iterdir()}
-    files["segment:texts.bin"] = original
+    files[f"segment:{TEXTS}"] = original
     generation = current_generation(sample_repo / ".git" / "indexer")
     listed = {f"s/{p.name}": {} for p in snapshot.iterdir() if p.name != "segment.json"}
     files["manifest.json"] = json.dumps({"files": listed}).encode()
@@ -225,8 +249,7 @@ def test_a_merge_never_copies_damaged_rows(sample_repo: Path) -> None:
     write_files(sample_repo, {"later.py": "def later():\n    return 1\n"})
     commit_all(sample_repo, "later")
     assert update_index(sample_repo, progress=False).segments == 2
-    texts = live_segment(sample_repo) / "texts.bin"
-    texts.write_bytes(texts.read_bytes().replace(b"base_delay * 2", b"base_delay * 0"))
+    _flip(live_segment(sample_repo) / TEXTS)
     before = current_generation(sample_repo / ".git" / "indexer")
     assert_clean_error(run_cli("optimize", cwd=sample_repo), "fails its checksum")
     assert current_generation(sample_repo / ".git" / "indexer") == before

@@ -8,7 +8,14 @@ import pytest
 
 from indexer import Index, build_index
 from indexer.search.query import parse_query, salient_text
-from indexer.source.pathclass import FLAG_TEST, content_flags
+from indexer.search.rerank import doc_correction, shape_flags
+from indexer.source.pathclass import (
+    FLAG_DATA,
+    FLAG_DOCS,
+    FLAG_TEST,
+    FLAG_VENDORED,
+    content_flags,
+)
 
 from .conftest import MakeRepo
 
@@ -121,3 +128,37 @@ def test_test_files_are_decided_by_path_and_content() -> None:
     # Named like a test, but the project's own code: not a test.
     assert not content_flags("test_runner.sh", "run_all() {\n  sh x\n}\n") & FLAG_TEST
     assert not content_flags("test_core.bash", "main() { echo hi; }\n") & FLAG_TEST
+
+
+def test_docs_by_name_alone_are_corrected_at_query_time() -> None:
+    # Prose stays documentation.
+    for path in ("README", "CHANGES.rst", "notes/design.md", "requirements.txt", "doc/x.pyx"):
+        assert doc_correction(path) == FLAG_DOCS, path
+    # A grammar reads it: code, whatever its extension says.
+    assert doc_correction("codec/CMakeLists.txt") == 0
+    # Unknown format with an extension (Cython, templates): ranked like a data file.
+    assert doc_correction("pkg/_speedups.pyx") == FLAG_DATA
+    assert doc_correction("deploy/nginx.conf.j2") == FLAG_DATA
+
+
+def test_a_cmake_file_is_code_not_docs(make_repo: MakeRepo) -> None:
+    root = make_repo(
+        {
+            "codec/CMakeLists.txt": (
+                "add_library(codec codec.c)\n"
+                "function(add_codec_test name)\n  add_executable(${name} ${name}.c)\n"
+                "  target_link_libraries(${name} codec)\nendfunction()\n"
+            ),
+            "src/runner.py": (
+                'def run(executable):\n    """Run a test executable."""\n    return executable()\n'
+            ),
+        }
+    )
+    build_index(root, progress=False)
+    top = Index.open(root).search("add a test executable linked against the codec library")
+    assert top[0].path == "codec/CMakeLists.txt"
+    # Shapes the build's patterns miss: gettext catalogs, versioned or minified assets.
+    assert shape_flags("pkg/locale/de/LC_MESSAGES/pkg.js") == FLAG_DATA
+    assert shape_flags("pkg/static/jquery-3.5.1.js") == FLAG_VENDORED
+    assert shape_flags("pkg/static/app.min.js") == FLAG_VENDORED
+    assert shape_flags("pkg/locale/__init__.py") == 0

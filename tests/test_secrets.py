@@ -3,18 +3,21 @@ in every artifact on disk, and in the savings log."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import sys
 from pathlib import Path
 from typing import Any
 
 import anyio
+import numpy as np
 import pygit2
 import pytest
 from mcp import Client, StdioServerParameters
 
 from indexer import Index, build_index
 from indexer.index.build import update_index
+from indexer.index.segment import TEXT_BLOCKS, TEXTS, decompress_texts
 from indexer.search.savings import LOG_NAME, flush
 from indexer.source.gitsource import path_skip_reason
 from indexer.source.secrets import is_secret_path, redact
@@ -121,6 +124,11 @@ def test_six_secret_files_return_no_value_through_cli_api_and_artifacts(six: Pat
     for path in (six / ".git" / "indexer").rglob("*"):
         if path.is_file():
             assert_no_secret(path.read_bytes())
+        if path.name == TEXTS:  # compressed chunk texts: their plain content too
+            blocks = np.load(path.parent / TEXT_BLOCKS, allow_pickle=False)
+            assert_no_secret(decompress_texts(path.read_bytes(), blocks))
+        if path.name.endswith(".gz"):
+            assert_no_secret(gzip.decompress(path.read_bytes()))
 
 
 def test_savings_log_holds_counts_and_hashes_only(six: Path) -> None:

@@ -95,7 +95,7 @@ def test_tampered_or_foreign_artifacts_are_rejected(sample_repo: Path) -> None:
     ref = publish(str(sample_repo))["ref"]
     before = Index.open(sample_repo).snapshot
 
-    _republish_with(sample_repo, ref, {"segment:texts.bin": b"malicious"})
+    _republish_with(sample_repo, ref, {"segment:texts_z.bin": b"malicious"})
     with pytest.raises(IndexerError, match="checksum"):
         pull(str(sample_repo))
     proc = run_cli("pull", cwd=sample_repo)

@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import gzip
 import io
+import itertools
 import json
 import re
+import zlib
 from collections.abc import Callable
 from typing import Any
 
@@ -26,8 +28,8 @@ import numpy as np
 
 from ..errors import IndexerError
 from ..index.dense import faiss_id
-from ..index.integrity import CHUNK_SUMS, check_rows, chunk_sums
-from ..index.segment import GRAPH_FACTS
+from ..index.integrity import CHUNK_SUMS, check_rows, chunk_sums, meta_sum
+from ..index.segment import GRAPH_FACTS, TEXT_BLOCKS, TEXTS, decompress_texts
 from ..source.chunker import chunk_id, path_stem
 from ..source.datafiles import data_records
 from ..source.notebook import cell_source
@@ -62,7 +64,7 @@ def check_provenance(
         return checked
     except ProvenanceError:
         raise
-    except (ValueError, KeyError, IndexError, TypeError, AttributeError) as exc:
+    except (ValueError, KeyError, IndexError, TypeError, AttributeError, zlib.error) as exc:
         raise ProvenanceError(f"its files are malformed ({type(exc).__name__})") from None
 
 
@@ -112,7 +114,8 @@ def _check(
             raise ProvenanceError(f"{path!r} is not blob {blob[:12]} in commit {commit[:12]}")
         texts_of[path] = _FileText(redact(bytes(repo[entry.id].data))[0])
 
-    meta, texts = read("chunks.jsonl"), read("texts.bin")
+    meta = read("chunks.jsonl")
+    texts = decompress_texts(read(TEXTS), _array(read, TEXT_BLOCKS))
     meta_offsets, text_offsets = _array(read, "chunk_offsets.npy"), _array(read, "text_offsets.npy")
     rows = len(meta_offsets) - 1
     check_rows(rows, meta, texts, meta_offsets, text_offsets)
@@ -124,6 +127,11 @@ def _check(
         or any(len(c) != rows for c in columns.values())
     ):
         raise ProvenanceError("its row arrays disagree in length")
+    if "meta_sums.npy" in names and not np.array_equal(
+        _array(read, "meta_sums.npy"),
+        [meta_sum(meta[int(a) : int(b)]) for a, b in itertools.pairwise(meta_offsets.tolist())],
+    ):
+        raise ProvenanceError("its metadata checksums do not match its chunks")
     if CHUNK_SUMS in names and not np.array_equal(
         _array(read, CHUNK_SUMS), chunk_sums(meta, meta_offsets, texts, text_offsets)
     ):

@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import tokenize
+import zlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -38,6 +39,7 @@ DECODE_ERRORS = (
     MemoryError,  # a damaged .npy header can claim an absurd shape
     SyntaxError,  # numpy parses a .npy header with the tokenizer and literal_eval
     tokenize.TokenError,
+    zlib.error,  # a damaged block of compressed chunk texts
 )
 
 
@@ -47,6 +49,12 @@ def chunk_sum(meta: bytes, text: bytes) -> int:
     digest.update(b"\0")
     digest.update(text)
     return int.from_bytes(digest.digest(), "little", signed=True)
+
+
+def meta_sum(meta: bytes) -> int:
+    """Digest of a chunk's metadata line alone: checked when a chunk is read without its text
+    (search results), so that reading does not need the (compressed) text."""
+    return chunk_sum(meta, b"")
 
 
 def chunk_sums(meta: Any, meta_offsets: np.ndarray, texts: Any, text_offsets: np.ndarray) -> Any:

@@ -1,6 +1,8 @@
 """BM25 over every live segment, scored at query time with global statistics.
 
-Segments store raw term frequencies and document lengths. A query computes, for its own terms
+Segments store raw term frequencies and document lengths (and, for speed, each posting's score
+with the segment's own statistics, used while one segment is the whole index). Otherwise a query
+computes, for its own terms
 only, the document frequency over live postings of every segment, the idf from the live row
 count, and each posting's BM25 contribution with the live rows' average length: the scores a
 single index of the same rows gives, bit for bit (the same float32 arithmetic on the same
@@ -24,6 +26,12 @@ from .reader import RowSpace
 def idf_of(n_docs: int, df: np.ndarray) -> np.ndarray:
     df = df.astype(np.float32)
     return np.log1p((n_docs - df + 0.5) / (df + 0.5)).astype(np.float32)
+
+
+def row_norms(lengths: np.ndarray) -> np.ndarray:
+    """K1 * (1 - B + B * length / average length) of every row."""
+    avgdl = float(lengths.mean()) if len(lengths) else 1.0
+    return np.asarray(K1 * (1 - B + B * lengths / max(avgdl, 1e-9)), dtype=np.float32)
 
 
 class _IdfTable:
@@ -51,10 +59,7 @@ class LexicalView:
 
     @cached_property
     def norm(self) -> np.ndarray:
-        """K1 * (1 - B + B * length / average length) of every live row."""
-        lengths = self.doc_lengths
-        avgdl = float(lengths.mean()) if self.n_docs else 1.0
-        return np.asarray(K1 * (1 - B + B * lengths / max(avgdl, 1e-9)), dtype=np.float32)
+        return row_norms(self.doc_lengths)
 
     def spans(self, term: str) -> list[tuple[int, int, int]]:
         """(segment, first posting, end) of `term` in each segment that has it."""
@@ -115,37 +120,42 @@ class LexicalView:
             count=len(counts),
         )
         term_idf = idf_of(self.n_docs, np.asarray([self.df(t) for t in query]))
-        docs_parts, tfs_parts, which_parts = [], [], []
+        docs_parts, score_parts, idf_parts = [], [], []
         for i, segment in enumerate(self.space.segments):
-            bounds = [dict((s, (lo, hi)) for s, lo, hi in self.spans(t)).get(i) for t in query]
-            present = [q for q, b in enumerate(bounds) if b is not None]
+            where = [{s: (lo, hi) for s, lo, hi in self.spans(t)}.get(i) for t in query]
+            present = [q for q, span in enumerate(where) if span is not None]
             if not present:
                 continue
-            starts = np.asarray([bounds[q][0] for q in present], dtype=np.int64)  # type: ignore[index]
-            lens = np.asarray([bounds[q][1] for q in present], dtype=np.int64) - starts  # type: ignore[index]
+            spans = np.asarray([where[q] for q in present], dtype=np.int64).reshape(-1, 2)
+            starts, lens = spans[:, 0], spans[:, 1] - spans[:, 0]
+            # Positions of every posting of the query's terms, without a Python loop per term.
             before = np.cumsum(lens) - lens
             idx = np.arange(int(lens.sum()), dtype=np.int64) + np.repeat(starts - before, lens)
             _, seg_docs, seg_tfs = segment.postings
-            docs = np.asarray(seg_docs[idx], dtype=np.int64)
-            which = np.repeat(np.asarray(present, dtype=np.int64), lens)
-            tfs = np.asarray(seg_tfs[idx], dtype=np.float32)
+            docs = seg_docs[idx]
+            posting_weights = np.repeat(weights[present], lens)
+            posting_idf = np.repeat(term_idf[present], lens)
             to_global = self.space.local_to_global(i)
-            if to_global is not None:
+            if to_global is None:  # one segment, nothing deleted: its own scores are global
+                scores = segment.scores[idx]
+            else:
                 docs = to_global[docs]
+                tfs = np.asarray(seg_tfs[idx], dtype=np.float32)
                 live = docs >= 0
                 if not live.all():
-                    docs, tfs, which = docs[live], tfs[live], which[live]
+                    docs, tfs = docs[live], tfs[live]
+                    posting_weights, posting_idf = posting_weights[live], posting_idf[live]
+                scores = posting_idf * tfs * (K1 + 1) / (tfs + self.norm[docs])
             docs_parts.append(docs)
-            tfs_parts.append(tfs)
-            which_parts.append(which)
-        docs = np.concatenate(docs_parts)
-        tfs = np.concatenate(tfs_parts)
-        which = np.concatenate(which_parts)
-        posting_idf = term_idf[which]
-        contribution = posting_idf * tfs * (K1 + 1) / (tfs + self.norm[docs])
+            score_parts.append(scores * posting_weights)
+            idf_parts.append(posting_idf)
+        docs = np.concatenate(docs_parts) if len(docs_parts) > 1 else docs_parts[0]
         bm25 = np.bincount(
-            docs, weights=contribution * weights[which], minlength=self.n_docs
+            docs,
+            weights=np.concatenate(score_parts) if len(score_parts) > 1 else score_parts[0],
+            minlength=self.n_docs,
         ).astype(np.float32)
+        posting_idf = np.concatenate(idf_parts) if len(idf_parts) > 1 else idf_parts[0]
         # Terms no live row has still count in the denominator, at a df=1 term's idf.
         unknown = max(0, all_terms - len(query))
         top = float(idf_of(self.n_docs, np.asarray([1]))[0])

@@ -20,10 +20,9 @@ from .reader import open_generation
 from .segment import Segment
 from .store import SEGMENTS, SegmentWriter, current_generation, new_name, publish_generation
 from .vectors import StaticVectors
-from .writer import CopiedFile, assemble
+from .writer import CopiedFile, assemble, stored_ranges
 
 MERGE_FACTOR = 8
-MAX_SEGMENTS = 16
 
 
 def _tier(rows: int) -> int:
@@ -37,14 +36,15 @@ def plan(sizes: list[tuple[int, int]]) -> list[int]:
     tiers: dict[int, list[int]] = {}
     for i, (live, _) in enumerate(sizes):
         tiers.setdefault(_tier(live), []).append(i)
+    # The smallest tiers first: once they hold MERGE_FACTOR segments together, merge them.
     chosen: set[int] = set()
     for tier in sorted(tiers):
-        members = tiers[tier]
-        if len(members) + len(chosen) >= MERGE_FACTOR:
-            chosen.update(members)  # smaller tiers merged so far join the merge
-        elif chosen or len(sizes) > MAX_SEGMENTS:
-            chosen.update(members)
-    if chosen:
+        chosen.update(tiers[tier])
+        if len(chosen) >= MERGE_FACTOR:
+            break
+    else:
+        chosen = set()
+    if chosen:  # a segment that is mostly deleted rows is rewritten with the merge
         chosen.update(i for i, (live, dead) in enumerate(sizes) if dead > live)
     return sorted(chosen) if len(chosen) >= 2 else []
 
@@ -80,7 +80,7 @@ def merge(index_dir: Path, everything: bool = False) -> dict[str, Any]:
     facts = {
         f.path: f.segment.graph_facts[f.path] for f in files if f.path in f.segment.graph_facts
     }
-    data = assemble(files, table, facts)  # type: ignore[arg-type]
+    data = assemble(files, table, facts, stored_ranges(sources[0].dense))  # type: ignore[arg-type]
     writer = SegmentWriter(index_dir)
     try:
         data.save(writer.path)

@@ -17,9 +17,12 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import itertools
 import json
 import mmap
 import os
+import zlib
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -33,18 +36,22 @@ from .dense import DenseIndex
 
 SEGMENT_FORMAT = 3
 SEGMENT_MANIFEST = "segment.json"
+TEXTS = "texts_z.bin"  # chunk texts, one zlib block per file (code compresses ~5x)
+TEXT_BLOCKS = "text_blocks.npy"  # int64 (files + 1): where each file's block starts in TEXTS
+BLOCK_CACHE = 32  # decompressed file blocks kept per segment (results cluster in few files)
 GRAPH_FACTS = "graph_facts.json.gz"  # FileGraph.to_dict per file (until graph.py stores its own)
 TEXT_COLUMNS = ("symbols", "kinds", "defines", "file_paths", "file_blobs", "file_languages")
 REQUIRED_FILES = frozenset(
     {
         *(f"{name}.txt" for name in TEXT_COLUMNS),
         *(f"{name}.npy" for name in ("file_times", "chunk_file", "chunk_flags", "chunk_fids")),
-        *(f"{name}.npy" for name in ("chunk_sums", "chunk_offsets", "text_offsets")),
-        *(f"bm25_{name}.npy" for name in ("indptr", "docs", "tfs", "doclen")),
+        *(f"{name}.npy" for name in ("chunk_sums", "meta_sums", "chunk_offsets", "text_offsets")),
+        TEXT_BLOCKS,
+        *(f"bm25_{name}.npy" for name in ("indptr", "docs", "tfs", "doclen", "scores")),
         "bm25_terms.txt",
         "file_extras.json",
         "chunks.jsonl",
-        "texts.bin",
+        TEXTS,
         "dense.faiss",
         GRAPH_FACTS,
     }
@@ -78,6 +85,7 @@ class SegmentData:
     flags: np.ndarray  # uint8 path/content flags of each row (indexer/pathclass.py)
     fids: np.ndarray  # int64 FAISS id of each row
     sums: np.ndarray  # int64 digest of each row's metadata and text (indexer/integrity.py)
+    meta_sums: np.ndarray  # int64 digest of each row's metadata alone
     meta: bytes  # JSON lines
     meta_offsets: np.ndarray
     texts: bytes
@@ -90,6 +98,7 @@ class SegmentData:
     docs: np.ndarray  # int32 row of each posting (sorted by term, then row)
     tfs: np.ndarray  # uint16 raw term frequency of each posting
     doc_lengths: np.ndarray  # float32 terms per row
+    scores: np.ndarray  # float32 BM25 of each posting with this segment's own statistics
     dense: DenseIndex
     graph_facts: dict[str, dict[str, Any]] = field(default_factory=dict)
 
@@ -104,9 +113,14 @@ class SegmentData:
         np.save(directory / "chunk_flags.npy", np.asarray(self.flags, dtype=np.uint8))
         np.save(directory / "chunk_fids.npy", np.asarray(self.fids, dtype=np.int64))
         np.save(directory / "chunk_sums.npy", np.asarray(self.sums, dtype=np.int64))
+        np.save(directory / "meta_sums.npy", np.asarray(self.meta_sums, dtype=np.int64))
         (directory / "chunks.jsonl").write_bytes(self.meta)
         np.save(directory / "chunk_offsets.npy", np.asarray(self.meta_offsets, dtype=np.int64))
-        (directory / "texts.bin").write_bytes(self.texts)
+        blocks, packed = compress_texts(
+            self.texts, self.text_offsets, self.chunk_file, len(self.paths)
+        )
+        (directory / TEXTS).write_bytes(packed)
+        np.save(directory / TEXT_BLOCKS, blocks)
         np.save(directory / "text_offsets.npy", np.asarray(self.text_offsets, dtype=np.int64))
         write_lines(directory / "symbols.txt", self.symbols)
         write_lines(directory / "kinds.txt", self.kinds)
@@ -116,6 +130,7 @@ class SegmentData:
         np.save(directory / "bm25_docs.npy", np.asarray(self.docs, dtype=np.int32))
         np.save(directory / "bm25_tfs.npy", np.asarray(self.tfs, dtype=np.uint16))
         np.save(directory / "bm25_doclen.npy", np.asarray(self.doc_lengths, dtype=np.float32))
+        np.save(directory / "bm25_scores.npy", np.asarray(self.scores, dtype=np.float32))
         self.dense.save(directory)
         facts = json.dumps(self.graph_facts, ensure_ascii=False, separators=(",", ":"))
         (directory / GRAPH_FACTS).write_bytes(gzip.compress(facts.encode("utf-8"), mtime=0))
@@ -133,6 +148,32 @@ class SegmentData:
         }
         (directory / SEGMENT_MANIFEST).write_text(json.dumps(manifest, indent=1), "utf-8")
         return manifest
+
+
+def file_bounds(chunk_file: np.ndarray, n_files: int) -> np.ndarray:
+    """int64 (n_files + 1) row boundaries: file i holds rows bounds[i]:bounds[i+1]."""
+    bounds = np.zeros(n_files + 1, dtype=np.int64)
+    bounds[1:] = np.searchsorted(chunk_file, np.arange(n_files), side="right")
+    return bounds
+
+
+def compress_texts(
+    texts: bytes, offsets: np.ndarray, chunk_file: np.ndarray, n_files: int
+) -> tuple[np.ndarray, bytes]:
+    """(block offsets, blocks): each file's chunk texts as one zlib block."""
+    rows = file_bounds(chunk_file, n_files)
+    parts, blocks = [], np.zeros(n_files + 1, dtype=np.int64)
+    for i in range(n_files):
+        start, end = int(offsets[rows[i]]), int(offsets[rows[i + 1]])
+        parts.append(zlib.compress(texts[start:end], 6))
+        blocks[i + 1] = blocks[i] + len(parts[-1])
+    return blocks, b"".join(parts)
+
+
+def decompress_texts(packed: bytes, blocks: np.ndarray) -> bytes:
+    """Every file block of a segment's texts, in row order (provenance checks read them all)."""
+    bounds = blocks.tolist()
+    return b"".join(zlib.decompress(packed[a:b]) for a, b in itertools.pairwise(bounds))
 
 
 def sha256_file(path: Path) -> str:
@@ -200,6 +241,7 @@ class Segment:
             "flags": data.flags,
             "fids": data.fids,
             "sums": data.sums,
+            "meta_sums": data.meta_sums,
             "stores": (data.meta, data.texts),
             "offsets": (data.meta_offsets, data.text_offsets),
             "symbols": data.symbols,
@@ -208,6 +250,7 @@ class Segment:
             "terms": data.terms,
             "postings": (data.indptr, data.docs, data.tfs),
             "doc_lengths": data.doc_lengths,
+            "scores": data.scores,
             "dense": data.dense,
             "graph_facts": data.graph_facts,
         }
@@ -251,9 +294,7 @@ class Segment:
     @cached_property
     def file_rows(self) -> np.ndarray:
         """int64 (n_files + 1) row boundaries: file i holds rows file_rows[i]:file_rows[i+1]."""
-        bounds = np.zeros(self.n_files + 1, dtype=np.int64)
-        bounds[1:] = np.searchsorted(self.chunk_file, np.arange(self.n_files), side="right")
-        return bounds
+        return file_bounds(self.chunk_file, self.n_files)
 
     # -- per row ---------------------------------------------------------------------------------
     @cached_property
@@ -276,9 +317,47 @@ class Segment:
         return self._array("chunk_sums.npy", self.n_rows)
 
     @cached_property
+    def meta_sums(self) -> np.ndarray:
+        return self._array("meta_sums.npy", self.n_rows)
+
+    @cached_property
     def stores(self) -> tuple[Any, Any]:
-        """chunks.jsonl and texts.bin, memory-mapped (segments never change)."""
-        return _map(self._path("chunks.jsonl")), _map(self._path("texts.bin"))
+        """chunks.jsonl and the compressed texts, memory-mapped (segments never change)."""
+        return _map(self._path("chunks.jsonl")), _map(self._path(TEXTS))
+
+    @cached_property
+    def text_blocks(self) -> np.ndarray:
+        blocks = self._array(TEXT_BLOCKS, self.n_files + 1)
+        if (
+            blocks.dtype.kind not in "iu"
+            or (len(blocks) and int(blocks[0]) != 0)
+            or np.any(np.diff(blocks) < 0)
+            or int(blocks[-1]) != len(self.stores[1])
+        ):
+            raise CorruptIndexError(f"index file {TEXT_BLOCKS} is damaged; {REBUILD}")
+        return blocks
+
+    @cached_property
+    def _blocks(self) -> OrderedDict[int, bytes]:
+        return OrderedDict()
+
+    def _block(self, f: int) -> bytes:
+        """File f's texts, decompressed (a few recent blocks are kept)."""
+        cache = self._blocks
+        block = cache.get(f)
+        if block is None:
+            blocks, text_off, rows = self.text_blocks, self.offsets[1], self.file_rows
+            packed = bytes(self.stores[1][int(blocks[f]) : int(blocks[f + 1])])
+            block = zlib.decompress(packed)
+            expected = int(text_off[rows[f + 1]]) - int(text_off[rows[f]])
+            if len(block) != expected:
+                raise CorruptIndexError(f"index file {TEXTS} is damaged; {REBUILD}")
+            cache[f] = block
+            if len(cache) > BLOCK_CACHE:
+                cache.popitem(last=False)
+        else:
+            cache.move_to_end(f)
+        return block
 
     @cached_property
     def offsets(self) -> tuple[np.ndarray, np.ndarray]:
@@ -288,7 +367,9 @@ class Segment:
             self._array("chunk_offsets.npy", self.n_rows + 1),
             self._array("text_offsets.npy", self.n_rows + 1),
         )
-        check_rows(self.n_rows, *self.stores, *offsets)
+        # Texts are checked against their own end here, and against each block when read.
+        texts = self.stores[1] if self.directory is None else range(int(offsets[1][-1]))
+        check_rows(self.n_rows, self.stores[0], texts, *offsets)
         return offsets
 
     @cached_property
@@ -309,7 +390,14 @@ class Segment:
 
     def text_bytes(self, start: int, end: int) -> bytes:
         text_off = self.offsets[1]
-        return bytes(self.stores[1][int(text_off[start]) : int(text_off[end])])
+        if self.directory is None:  # in memory: plain bytes
+            return bytes(self.stores[1][int(text_off[start]) : int(text_off[end])])
+        if end <= start:
+            return b""
+        first, last = int(self.chunk_file[start]), int(self.chunk_file[end - 1])
+        base = int(text_off[self.file_rows[first]])
+        data = b"".join(self._block(f) for f in range(first, last + 1))
+        return data[int(text_off[start]) - base : int(text_off[end]) - base]
 
     # -- BM25 ------------------------------------------------------------------------------------
     @cached_property
@@ -332,6 +420,11 @@ class Segment:
     def doc_lengths(self) -> np.ndarray:
         return self._array("bm25_doclen.npy", self.n_rows)
 
+    @cached_property
+    def scores(self) -> np.ndarray:
+        """Memory-mapped: each posting's BM25 with this segment's own statistics."""
+        return self._array("bm25_scores.npy", int(self.manifest["postings"]), mmap_mode="r")
+
     # -- vectors and graph facts -----------------------------------------------------------------
     @cached_property
     def dense(self) -> DenseIndex:
@@ -350,5 +443,5 @@ class Segment:
         for store in stores or ():
             if hasattr(store, "close"):
                 store.close()
-        for name in ("dense", "postings", "offsets"):
+        for name in ("dense", "postings", "offsets", "text_blocks", "_blocks"):
             self.__dict__.pop(name, None)

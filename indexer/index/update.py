@@ -27,6 +27,7 @@ from ..source.gitsource import (
     open_repository,
     repo_root,
     resolve_commit,
+    tree_changes,
 )
 from .blobcache import CachedFile
 from .build import BuildReport, Progress, chunk_files, record_documents
@@ -44,7 +45,7 @@ from .store import (
     read_generation,
 )
 from .vectors import StaticVectors, default_table_dir
-from .writer import CopiedFile, FreshFile, assemble
+from .writer import CopiedFile, FreshFile, assemble, stored_ranges
 
 
 @dataclass
@@ -107,17 +108,29 @@ def build(
     if base is not None and base.manifest["commit"] == str(commit.id):
         return _report(base.path, base.manifest, started, "unchanged", len(base.live))
 
-    listing = list_tree(repository, commit)
-    files = sorted(listing.files, key=lambda f: f.path)
-    skipped: dict[str, list[str]] = {p: ["", r] for r, ps in listing.skipped.items() for p in ps}
-    kept: dict[str, SourceFile] = {}
+    # An update reads only what differs from the base commit's tree (a diff costs what the
+    # change costs); a full listing when the diff cannot tell (see gitsource.tree_changes).
+    changes = tree_changes(repository, base.manifest["commit"], commit) if base else None
+    kept: set[str] = set()
+    if changes is None:
+        listing = list_tree(repository, commit)
+        files = sorted(listing.files, key=lambda f: f.path)
+        skipped = {p: ["", r] for r, ps in listing.skipped.items() for p in ps}
+    else:
+        assert base is not None
+        files, deleted, by_name = changes
+        touched = deleted | {f.path for f in files} | set(by_name)
+        kept = set(base.live) - touched
+        skipped = {p: v for p, v in base.skipped.items() if p not in touched}
+        skipped.update({p: ["", r] for p, r in by_name.items()})
+        files.sort(key=lambda f: f.path)
     stored: dict[str, SourceFile] = {}
     to_chunk: list[SourceFile] = []
     renamed: dict[str, tuple[SourceFile, CachedFile]] = {}
     for f in files:
         live = base.live.get(f.path) if base is not None else None
         if base is not None and live is not None and live[0].blobs[live[1]] == f.blob:
-            kept[f.path] = f
+            kept.add(f.path)
         elif base is not None and base.skipped.get(f.path, [None])[0] == f.blob:
             skipped[f.path] = base.skipped[f.path]
         elif base is not None and (f.path, f.blob) in base.stored:
@@ -140,7 +153,7 @@ def build(
         else:
             fresh[f.path] = (f, result)
     indexed = sorted([*kept, *stored, *fresh])
-    times = _change_times(repository, commit, base, indexed, set(kept))
+    times = _change_times(repository, commit, base, indexed, kept)
 
     new_files: list[FreshFile | CopiedFile] = []
     for path, (f, result) in fresh.items():
@@ -154,7 +167,8 @@ def build(
         if int(segment.times[local]) != times[path]:  # same blob, another last change
             new_files.append(CopiedFile(path, times[path], segment, local))
     facts = _facts(repository.path, fresh, new_files, jobs)
-    data = assemble(new_files, table, facts)
+    ranges = stored_ranges(base.parts[0][0].dense) if base is not None and base.parts else None
+    data = assemble(new_files, table, facts, ranges)
 
     writer = SegmentWriter(target)
     try:
@@ -162,8 +176,8 @@ def build(
         entries = []
         if base is not None:
             changed = set(data.paths) | (set(base.live) - set(indexed))
-            for segment, deleted in base.parts:
-                gone = set(deleted) | (changed & set(segment.paths))
+            for segment, dead in base.parts:
+                gone = set(dead) | (changed & set(segment.paths))
                 if len(gone & set(segment.paths)) < segment.n_files:
                     entries.append({"name": segment.name, "deleted": sorted(gone)})
         if data.paths:

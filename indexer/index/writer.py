@@ -19,8 +19,9 @@ from ..source.chunks import materialize
 from ..source.pathclass import content_flags
 from .blobcache import CachedFile
 from .dense import DenseIndex, faiss_id
-from .integrity import chunk_sum
-from .lexical import postings_of
+from .integrity import chunk_sum, meta_sum
+from .lexical import K1, postings_of
+from .lexical_view import idf_of, row_norms
 from .segment import Segment, SegmentData
 from .tokens import path_terms, stem
 from .vectors import StaticVectors
@@ -59,6 +60,7 @@ class _Parts:
     text_lengths: list[np.ndarray] = field(default_factory=list)
     fids: list[np.ndarray] = field(default_factory=list)
     sums: list[np.ndarray] = field(default_factory=list)
+    meta_sums: list[np.ndarray] = field(default_factory=list)
     chunk_file: list[np.ndarray] = field(default_factory=list)
     flags: list[np.ndarray] = field(default_factory=list)
     vectors: list[np.ndarray] = field(default_factory=list)
@@ -100,6 +102,7 @@ def _add_fresh(parts: _Parts, f: FreshFile, file_index: int, row: int) -> int:
         parts.meta.append(line)
         parts.texts.append(text)
         parts.sums.append(np.array([chunk_sum(line, text)], dtype=np.int64))
+        parts.meta_sums.append(np.array([meta_sum(line)], dtype=np.int64))
         parts.meta_lengths.append(np.array([len(line)], dtype=np.int64))
         parts.text_lengths.append(np.array([len(text)], dtype=np.int64))
         ids[i] = faiss_id(c.id)
@@ -128,6 +131,7 @@ def _add_copied(parts: _Parts, f: CopiedFile, file_index: int, row: int) -> int:
     parts.text_lengths.append(np.diff(text_off[start : end + 1]))
     parts.fids.append(np.asarray(s.fids[start:end]))
     parts.sums.append(np.asarray(s.sums[start:end]))
+    parts.meta_sums.append(np.asarray(s.meta_sums[start:end]))
     parts.symbols.extend(s.symbols[start:end])
     parts.kinds.extend(s.kinds[start:end])
     parts.defines.extend(s.defines[start:end])
@@ -152,12 +156,24 @@ def _stored_vectors(segment: Segment) -> tuple[np.ndarray, np.ndarray]:
     return _DECODED[key]
 
 
+def stored_ranges(dense: DenseIndex) -> np.ndarray:
+    """The quantizer ranges a stored segment was encoded with (the table's, see dense.py):
+    read back instead of computed from the whole table again (~0.1 s)."""
+    import faiss
+
+    inner = faiss.downcast_index(dense.index.index)  # type: ignore[attr-defined]
+    trained = faiss.vector_to_array(inner.sq.trained)  # type: ignore[attr-defined]
+    return np.asarray(-trained[: inner.d], dtype=np.float32)
+
+
 def assemble(
     files: list[FreshFile | CopiedFile],
     table: StaticVectors,
     facts: dict[str, dict[str, Any]],
+    ranges: np.ndarray | None = None,
 ) -> SegmentData:
-    """The segment of `files` (sorted here by path); `facts`: graph facts by path."""
+    """The segment of `files` (sorted here by path); `facts`: graph facts by path; `ranges`:
+    the table's quantizer ranges when already known."""
     files = sorted(files, key=lambda f: f.path)
     parts = _Parts()
     paths, blobs, languages, times = [], [], [], []
@@ -180,7 +196,7 @@ def assemble(
             kept = {k: v for k, v in extra.items() if v}
             if kept:
                 extras[f.path] = kept
-        dense = _dense(parts, table, row)
+        dense = _dense(parts, table, row, ranges)
         lexical = _lexical(parts, row)
     finally:
         _DECODED.clear()
@@ -204,6 +220,7 @@ def assemble(
         flags=joined(parts.flags, np.uint8),
         fids=joined(parts.fids, np.int64),
         sums=joined(parts.sums, np.int64),
+        meta_sums=joined(parts.meta_sums, np.int64),
         meta=b"".join(parts.meta),
         meta_offsets=offsets(parts.meta_lengths),
         texts=b"".join(parts.texts),
@@ -216,12 +233,15 @@ def assemble(
         docs=lexical[2],
         tfs=lexical[3],
         doc_lengths=lexical[4],
+        scores=own_scores(lexical[1], lexical[2], lexical[3], lexical[4]),
         dense=dense,
         graph_facts={p: facts[p] for p in paths if p in facts},
     )
 
 
-def _dense(parts: _Parts, table: StaticVectors, n_rows: int) -> DenseIndex:
+def _dense(
+    parts: _Parts, table: StaticVectors, n_rows: int, ranges: np.ndarray | None
+) -> DenseIndex:
     """Fresh rows embedded now (rounded to fp16 like stored ones), copied rows decoded: both
     re-encode to the codes a full build writes."""
     vectors = np.zeros((n_rows, table.dim), dtype=np.float16)
@@ -234,7 +254,9 @@ def _dense(parts: _Parts, table: StaticVectors, n_rows: int) -> DenseIndex:
         rows = np.asarray(parts.fresh_rows, dtype=np.int64)
         vectors[rows] = table.embed_many(parts.fresh_dense)
     fids = np.concatenate(parts.fids) if parts.fids else np.zeros(0, dtype=np.int64)
-    return DenseIndex.build(vectors.astype(np.float32), fids, table.quantizer_ranges())
+    if ranges is None:
+        ranges = table.quantizer_ranges()
+    return DenseIndex.build(vectors.astype(np.float32), fids, ranges)
 
 
 def _lexical(
@@ -286,4 +308,18 @@ def _lexical(
         docs[order].astype(np.int32),
         np.concatenate(all_tfs)[order],
         lengths,
+    )
+
+
+def own_scores(
+    indptr: np.ndarray, docs: np.ndarray, tfs: np.ndarray, lengths: np.ndarray
+) -> np.ndarray:
+    """Each posting's BM25 contribution with this segment's own statistics: what the reader
+    uses while the segment is the whole index (the arithmetic of lexical_view, bit for bit)."""
+    n_docs = len(lengths)
+    term_idf = idf_of(n_docs, np.diff(indptr))
+    posting_idf = np.repeat(term_idf, np.diff(indptr))
+    tf = np.asarray(tfs, dtype=np.float32)
+    return np.asarray(
+        posting_idf * tf * (K1 + 1) / (tf + row_norms(lengths)[docs]), dtype=np.float32
     )

@@ -47,7 +47,9 @@ DEFAULTS: dict[str, Any] = {
     # Issue-sized queries (indexer/search/query.py): BM25 weight of code-like evidence (paths,
     # dotted names, stack frames, code, error lines) and of the prose around it.
     # dense_salient 1: embed only the title and that evidence (0: the whole text).
-    "query": {"salient": 2.0, "prose": 0.6, "dense_salient": 0.0},
+    # title: weight of a third list in the fusion, BM25 of the report's title alone (a short
+    # question inside the report).
+    "query": {"salient": 2.0, "prose": 0.6, "dense_salient": 0.0, "title": 1.0},
     # Code-graph signals (indexer/index/graph.py graph_rerank); 0 = off. Only the PageRank prior
     # raised dev-set MRR (both sets, R@10 unchanged); expand and file_boost did not
     # (docs/agents.md).

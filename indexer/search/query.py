@@ -9,8 +9,10 @@ actually writes as code, and the test/doc demotion is switched off only by the r
 
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from ..index.tokens import STOPWORDS, code_terms, identifiers, lexical_terms, stem
 
@@ -32,7 +34,10 @@ class Query:
     salient: set[str] = field(default_factory=set)
     salient_dense: list[str] = field(default_factory=list)  # the title and the evidence
     title_terms: set[str] = field(default_factory=set)
+    title_lexical: list[str] = field(default_factory=list)  # the title's BM25 terms
     paths: tuple[str, ...] = ()
+    # Dotted names split into lowercased parts: `std.fs.cwd` may name the module `std/fs`.
+    dotted: tuple[tuple[str, ...], ...] = ()
 
     def kind(self, long_words: int) -> str:
         if self.symbol_like:
@@ -54,6 +59,19 @@ class Query:
     def ask_terms(self) -> set[str]:
         """Words that may switch the demotion of tests/docs off: a long report's title only."""
         return self.title_terms if self.issue_sized else self.terms
+
+    @cached_property
+    def path_match_terms(self) -> frozenset[str]:
+        """The match terms stemmed, plus each pair of adjacent query words joined (a compound
+        file stem: "test client" names `testclient.py`)."""
+        terms = self.match_terms
+        words = code_terms(self.text)
+        joined = {a + b for a, b in itertools.pairwise(words) if a in terms and b in terms}
+        return frozenset({*terms, *joined, *(stem(t) for t in terms | joined)})
+
+    @cached_property
+    def path_match_prefixes(self) -> tuple[str, ...]:
+        return tuple(t for t in self.match_terms if len(t) >= 6)
 
     @property
     def match_terms(self) -> set[str]:
@@ -120,6 +138,7 @@ def parse_query(text: str) -> Query:
     salient_dense: list[str] = []
     salient: set[str] = set()
     title_terms: set[str] = set()
+    title_lexical: list[str] = []
     paths: tuple[str, ...] = ()
     if symbol_like:
         idents = identifiers(text)
@@ -135,6 +154,7 @@ def parse_query(text: str) -> Query:
             title = code_terms(_title(text))
             strong = frozenset(stem(t) for t in (*salient, *title))
             title_terms = set(title)
+            title_lexical = [stem(t) for t in title]
             salient_dense = code_terms(_title(text) + "\n" + evidence)
             paths = tuple(dict.fromkeys(_PATH.findall(text)))
     lowered = {w.lower() for w in idents} | _acronyms(words)
@@ -150,5 +170,13 @@ def parse_query(text: str) -> Query:
         salient_dense=salient_dense,
         salient=salient,
         title_terms=title_terms,
+        title_lexical=title_lexical,
         paths=paths,
+        dotted=tuple(
+            dict.fromkeys(
+                tuple(d.removesuffix("()").lower().split("."))
+                for d in _DOTTED.findall(text)
+                if d.lower() not in _NOT_DOTTED
+            )
+        ),
     )

@@ -65,6 +65,13 @@ def rank(
         lists.append((top_bm25, w_bm25))
         if len(exact):
             lists.append((exact, 1.0))
+        w_title = float(cfg["query"]["title"])
+        if q.title_lexical and w_title > 0 and not single:
+            # A report's title is a short question inside it: its own BM25 list.
+            title_scores, _ = index.lexical.score(q.title_lexical, {})
+            if allowed is not None:
+                title_scores = np.where(allowed, title_scores, 0)
+            lists.append((top_rows(title_scores, n_cand), w_title))
     if "dense" in retrievers:
         lists.append((top_dense, w_dense))
     rows, scores = rrf(lists, float(cfg["rrf_k"]))

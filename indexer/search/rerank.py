@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import itertools
 import math
+import re
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..index.tokens import path_terms, split_identifier
+from ..index.tokens import path_terms, split_identifier, stem
+from ..source.languages import PLAIN_TEXT, detect_language
 from ..source.pathclass import (
     FLAG_DATA,
     FLAG_DOCS,
@@ -15,6 +18,7 @@ from ..source.pathclass import (
     FLAG_GENERATED,
     FLAG_TEST,
     FLAG_VENDORED,
+    directory_flags,
 )
 from .query import Query
 
@@ -74,6 +78,19 @@ def names_path(path: str, named: tuple[str, ...]) -> bool:
     return False
 
 
+def names_module(path: str, dotted: tuple[tuple[str, ...], ...]) -> bool:
+    """Whether a dotted name spells this file's module: `std.fs.cwd` names `lib/std/fs.zig`,
+    `pkg.core.Basic` names `pkg/core.py` and `pkg/core/__init__.py` (the last directory and the
+    file's stem, adjacent in the name)."""
+    parts = path.lower().rsplit(".", 1)[0].split("/")
+    if parts[-1] in _GENERIC_STEMS:
+        parts.pop()
+    if len(parts) < 2:
+        return False
+    tail = (parts[-2], parts[-1])
+    return any(tail in itertools.pairwise(name) for name in dotted)
+
+
 def named_exactly(path: str, names: set[str]) -> bool:
     """`SqlMapper.cs` is named exactly `sqlmapper`; `SqlMapper.Async.cs` is not (partial
     classes, helpers split by concern)."""
@@ -105,6 +122,77 @@ def file_evidence(index: Index, rows: np.ndarray, scores: np.ndarray) -> np.ndar
 
 _EVIDENCE_DEPTH = 3
 _EVIDENCE_CAP = 1.5
+
+
+# Formats no bundled grammar reads that hold code: Cython, templates, Windows scripts, `.in`
+# sources. Other text of no known format (prose, translations, licences) stays documentation.
+_CODE_LIKE_TEXT = frozenset(
+    [
+        "pyx",
+        "pxd",
+        "pxi",
+        "j2",
+        "jinja",
+        "jinja2",
+        "tmpl",
+        "tpl",
+        "mako",
+        "hbs",
+        "handlebars",
+        "mustache",
+        "njk",
+        "liquid",
+        "bat",
+        "cmd",
+        "in",
+    ]
+)
+_DOC_LANGUAGES = frozenset({PLAIN_TEXT, "markdown", "rst", "org"})
+
+
+def corrected_flags(index: Index, files: np.ndarray, flags: np.ndarray) -> np.ndarray:
+    """The build's path classes, corrected where a name misleads them (`doc_correction`), plus
+    the classes a path's shape gives (`shape_flags`)."""
+    cache = index.flag_fix_cache
+    out = flags.copy()
+    for i, f in enumerate(files.tolist()):
+        fix = cache.get(f)
+        if fix is None:
+            path = index.files[f]["path"]
+            drop = FLAG_DOCS if flags[i] & FLAG_DOCS else 0
+            fix = cache[f] = (drop, (doc_correction(path) if drop else 0) | shape_flags(path))
+        out[i] = (flags[i] & ~np.uint8(fix[0])) | np.uint8(fix[1])
+    return out
+
+
+def doc_correction(path: str) -> int:
+    """For a file the build flags as docs by its name (`.txt`) or for want of a grammar:
+    FLAG_DOCS where it stays docs; 0 outside a docs directory for a file a grammar reads
+    (`CMakeLists.txt`); FLAG_DATA for code of a format no grammar reads (Cython, templates)."""
+    directory, _, name = path.rpartition("/")
+    if directory_flags(directory + "/") & FLAG_DOCS:
+        return FLAG_DOCS
+    language = detect_language(path)
+    if language not in _DOC_LANGUAGES:
+        return 0
+    ext = name.rsplit(".", 1)[1].lower() if "." in name.lstrip(".") else ""
+    if language == PLAIN_TEXT and ext in _CODE_LIKE_TEXT:
+        return FLAG_DATA
+    return FLAG_DOCS
+
+
+# gettext catalogs (`locale/de/LC_MESSAGES/app.js`): translations, ranked like data.
+_CATALOG = re.compile(r"(^|/)LC_MESSAGES/")
+# A third-party asset copied in with its version or minified (`jquery-3.5.1.js`, `x.min.js`).
+_VENDORED_ASSET = re.compile(r"[-.]v?\d+\.\d+(\.\d+)?(\.min)?\.(js|css)$|\.min\.(js|css)$")
+
+
+def shape_flags(path: str) -> int:
+    """Classes the build's path patterns miss: translation catalogs, versioned assets."""
+    flags = FLAG_DATA if _CATALOG.search(path) else 0
+    if _VENDORED_ASSET.search(path.lower()):
+        flags |= FLAG_VENDORED
+    return flags
 
 
 def data_demotion(index: Index, q: Query, files: np.ndarray, flags: np.ndarray) -> np.ndarray:
@@ -141,13 +229,17 @@ def rerank(index: Index, q: Query, rows: np.ndarray, scores: np.ndarray) -> np.n
         mult = 1.0
         if w["path"]:
             mult *= 1.0 + w["path"] * path_match(index, f, q)
-            if q.paths and names_path(index.files[f]["path"], q.paths):
+            # A report's dotted names are mostly its imports (context, not the fault).
+            if (q.paths and names_path(index.files[f]["path"], q.paths)) or (
+                q.dotted and not q.issue_sized and names_module(index.files[f]["path"], q.dotted)
+            ):
                 mult *= 1.0 + w["path"]
             if q.symbol_like and named_exactly(index.files[f]["path"], q.identifiers):
                 mult *= 1.0 + 0.5 * w["path"]
         if w["coherence"]:
             mult *= 1.0 + w["coherence"] * math.log1p(max(0, file_counts.get(f, 1) - 1))
         factor[f] = mult
+    flags = corrected_flags(index, files, flags)
     bad_rows = (flags & ~np.uint8((asked | FLAG_DATA) & 0xFF)) != 0
     out *= np.fromiter((factor[f] for f in files.tolist()), dtype=np.float64, count=len(rows))
     out[bad_rows] *= w["demote"]
@@ -177,25 +269,45 @@ def rerank(index: Index, q: Query, rows: np.ndarray, scores: np.ndarray) -> np.n
     return out
 
 
+# A file named like these is named by its directory: `defaults/index.js`, `pkg/__init__.py`.
+_GENERIC_STEMS = frozenset({"index", "__init__", "mod", "init"})
+
+
 def path_match(index: Index, file: int, q: Query) -> float:
-    """How well the query's terms name the file: its stem fully, its directories half."""
+    """How well the query's terms name the file: its stem fully, its directories half.
+    A word matches as written or stemmed (`defaults/` is named by "default"), and two adjacent
+    query words name a compound stem (`testclient.py` by "test client")."""
     cache = index.path_term_cache
     cached = cache[file]
     if cached is None:
         parts = index.files[file]["path"].rsplit("/", 1)
-        cached = (
-            set(path_terms(parts[-1].rsplit(".", 1)[0])),
-            set(path_terms(parts[0])) if len(parts) == 2 else set(),
-        )
+        name = parts[-1].rsplit(".", 1)[0]
+        directory = parts[0] if len(parts) == 2 else ""
+        if name.lower() in _GENERIC_STEMS and directory:
+            directory, _, name = directory.rpartition("/")
+        cached = (_word_forms(name), _word_forms(directory) if directory else [])
         cache[file] = cached
-    stem_terms, dir_terms = cached
-    terms = q.match_terms
+    stem_words, dir_words = cached
+    terms = q.path_match_terms
     score = 0.0
-    if stem_terms:
-        score += len(stem_terms & terms) / len(stem_terms)
-    if dir_terms:
-        score += 0.5 * len(dir_terms & terms) / len(dir_terms)
+    if stem_words:
+        score += sum(1 for forms in stem_words if _named(forms, terms, q)) / len(stem_words)
+    if dir_words:
+        score += 0.5 * sum(1 for forms in dir_words if _named(forms, terms, q)) / len(dir_words)
     return min(score, 1.5)
+
+
+def _named(forms: frozenset[str], terms: frozenset[str], q: Query) -> bool:
+    """A path word is named by a query word as written, stemmed, or as its abbreviation
+    (`config` by "configuration", `util` by "utility")."""
+    if forms & terms:
+        return True
+    return any(len(f) >= 4 and any(t.startswith(f) for t in q.path_match_prefixes) for f in forms)
+
+
+def _word_forms(path: str) -> list[frozenset[str]]:
+    """Each distinct term of a path, as written and stemmed."""
+    return [frozenset((t, stem(t))) for t in dict.fromkeys(path_terms(path))]
 
 
 def saturate(

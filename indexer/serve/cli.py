@@ -90,7 +90,10 @@ def cmd_status(args: argparse.Namespace) -> int:
     langs = ", ".join(f"{k} {v}" for k, v in status["languages"].items())
     print(f"languages  {langs}")
     print(f"worktree   {clean(worktree_line(status['worktree']))}")
-    print(f"artifacts  {clean(status['snapshot'])} ({status['artifact_bytes'] / 1e6:.1f} MB)")
+    print(
+        f"artifacts  {clean(status['snapshot'])} ({status['artifact_bytes'] / 1e6:.1f} MB in "
+        f"{status['segments']} segments)"
+    )
     return 0
 
 

@@ -10,7 +10,7 @@ from typing import Any
 import pygit2
 
 from ..errors import IndexerError, NotARepositoryError
-from .ignorefile import IgnoreRules
+from .ignorefile import IGNORE_FILE, IgnoreRules
 from .languages import detect_language
 from .secrets import is_secret_path
 
@@ -246,3 +246,45 @@ def coverage_warnings(indexed: int, skipped: dict[str, int]) -> list[str]:
     if sum(lost.values()) > indexed:
         return [f"skipped most tracked text files: {sum(lost.values())} ({reasons}) vs {indexed}"]
     return []
+
+
+MAX_TREE_CHANGES = 2000  # beyond this a full listing is as cheap as a diff
+
+
+def tree_changes(
+    repo: pygit2.Repository, old: str, commit: pygit2.Commit
+) -> tuple[list[SourceFile], set[str], dict[str, str]] | None:
+    """What differs between the tree of commit `old` and `commit`'s, decided like `list_tree`
+    decides: (files added or changed, paths deleted, path -> skip reason of changed files that
+    are skipped by name). None when only a full listing can tell (`old` unknown, a changed
+    .indexerignore, a change inside an ignored or vendored directory, a huge change)."""
+    try:
+        before = repo[old].peel(pygit2.Commit)
+    except (KeyError, ValueError, pygit2.GitError):
+        return None
+    diff = before.tree.diff_to_tree(commit.tree)
+    if len(diff) > MAX_TREE_CHANGES:
+        return None
+    rules = IgnoreRules.from_tree(repo, commit.tree)
+    files: list[SourceFile] = []
+    deleted: set[str] = set()
+    skipped: dict[str, str] = {}
+    for delta in diff.deltas:
+        for path in {delta.old_file.path, delta.new_file.path}:
+            if path == IGNORE_FILE:
+                return None
+            parts = path.split("/")
+            for depth in range(1, len(parts)):
+                directory = "/".join(parts[:depth]) + "/"
+                if parts[depth - 1] in VENDORED_DIRS or rules.decision(directory) is True:
+                    return None  # list_tree records the directory, not its files
+        if delta.status == pygit2.enums.DeltaStatus.DELETED:
+            deleted.add(delta.old_file.path)
+            continue
+        path = delta.new_file.path
+        reason = path_skip_reason(path, delta.new_file.mode, rules)
+        if reason:
+            skipped[path] = reason
+        else:
+            files.append(SourceFile(path, str(delta.new_file.id), detect_language(path)))
+    return files, deleted, skipped

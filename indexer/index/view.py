@@ -1,0 +1,164 @@
+"""Read access to one generation: the arrays, chunks and graph the search side reads.
+
+`GenerationView` opens a generation's segments (cheap checks only) and loads each part on first
+use, so a cold `indexer search` reads only what it needs. Every per-row array is in the global
+row order of indexer/index/reader.py (live rows, path order), exactly as one full build lays it
+out; `indexer.api.Index` adds searching, status and the graph commands on top.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..errors import CorruptIndexError, IndexerError
+from ..source.chunks import Chunk
+from .integrity import REBUILD, check_chunk, corrupt_as_error, meta_sum
+from .lexical_view import LexicalView
+from .reader import DenseView, RowSpace, open_generation, open_space
+from .segment import Segment, SegmentData
+from .vectors import StaticVectors
+
+if TYPE_CHECKING:
+    from .graph import CodeGraph
+
+Overlay = tuple[SegmentData | None, Iterable[str]]
+
+
+class GenerationView:
+    def __init__(
+        self,
+        snapshot: Path,
+        vectors: StaticVectors | None = None,
+        overlay: Overlay | None = None,
+        opened: GenerationView | None = None,
+    ) -> None:
+        self.snapshot = snapshot  # the generation manifest: <index dir>/generations/<name>.json
+        # `opened`: a view of the same generation whose open segments (and what they have
+        # read) are shared, as a working-tree view shares its commit's.
+        generation = (
+            (opened.manifest, opened._parts)
+            if opened is not None
+            else corrupt_as_error(open_generation)(snapshot)
+        )
+        self.manifest: dict[str, Any] = generation[0]
+        self._parts: list[tuple[Segment, list[str]]] = generation[1]
+        self._vectors = vectors
+        self._overlay = overlay
+
+    @cached_property
+    def vectors(self) -> StaticVectors:
+        if self._vectors is not None:
+            return self._vectors
+        info = self.manifest.get("vectors", {})
+        table = StaticVectors.load(Path(info["dir"]) if info.get("dir") else None)
+        if table.dim != info.get("dims") or len(table.vocab) != info.get("vocab_size"):
+            raise IndexerError(
+                "the static vector table changed since this index was built; run `indexer build`"
+            )
+        return table
+
+    @cached_property
+    def space(self) -> RowSpace:
+        """The live rows of every segment (and the overlay) in one row space."""
+        return corrupt_as_error(open_space)(self._parts, self._overlay)
+
+    @cached_property
+    def lexical(self) -> LexicalView:
+        return LexicalView(self.space)
+
+    @cached_property
+    def dense(self) -> DenseView:
+        return DenseView(self.space, self._fids)
+
+    @cached_property
+    def _fids(self) -> np.ndarray:
+        return self.space.gather("fids")
+
+    @cached_property
+    def _fid_lookup(self) -> tuple[np.ndarray, np.ndarray]:
+        order = np.argsort(self._fids)
+        return self._fids[order], order
+
+    def _rows_of_fids(self, fids: np.ndarray) -> np.ndarray:
+        sorted_fids, order = self._fid_lookup
+        pos = np.searchsorted(sorted_fids, fids)
+        return order[np.clip(pos, 0, len(order) - 1)].astype(np.int64)
+
+    @cached_property
+    def _chunk_file(self) -> np.ndarray:
+        return self.space.chunk_file
+
+    @cached_property
+    def _chunk_flags(self) -> np.ndarray:
+        return self.space.gather("flags")
+
+    @cached_property
+    def _columns(self) -> dict[str, list[str]]:
+        return {name: self.space.gather_list(name) for name in ("symbols", "kinds", "defines")}
+
+    @cached_property
+    def files(self) -> list[dict[str, Any]]:
+        return self.space.files
+
+    @cached_property
+    def _file_times(self) -> np.ndarray:
+        return np.asarray([f["time"] for f in self.files], dtype=np.int64)
+
+    @cached_property
+    def blob_of(self) -> dict[str, str]:
+        """path -> blob id of every indexed file."""
+        return {f["path"]: f["blob"] for f in self.files}
+
+    @property
+    def commit(self) -> str:
+        return str(self.manifest["commit"])
+
+    def __len__(self) -> int:
+        if self._overlay is None:
+            return int(self.manifest["counts"]["chunks"])
+        return self.space.n_rows
+
+    @corrupt_as_error
+    def chunk_at(self, row: int, with_text: bool = True) -> Chunk:
+        segment, local = self.space.locate(row)
+        line = segment.meta_bytes(local, local + 1)
+        if not with_text:  # the metadata's own digest: no text to decompress
+            if meta_sum(line) != int(segment.meta_sums[local]):
+                raise CorruptIndexError(f"chunk {row} of the index is damaged; {REBUILD}")
+            return Chunk(**json.loads(line), text="")
+        raw = segment.text_bytes(local, local + 1)
+        check_chunk(segment.sums, local, line, raw)  # never serve damaged text or metadata
+        return Chunk(**json.loads(line), text=raw.decode("utf-8"))
+
+    def row_of(self, chunk_id: str) -> int:
+        if not re.fullmatch(r"[0-9a-f]{16}", chunk_id):
+            raise IndexerError(f"not a chunk id: {chunk_id!r} (expected 16 hex digits)")
+        from .dense import faiss_id
+
+        sorted_fids, order = self._fid_lookup
+        fid = faiss_id(chunk_id)
+        pos = int(np.searchsorted(sorted_fids, fid))
+        if pos >= len(sorted_fids) or sorted_fids[pos] != fid:
+            raise IndexerError(f"no chunk with id {chunk_id} in the index")
+        return int(order[pos])
+
+    @cached_property
+    def graph(self) -> CodeGraph:
+        """The code graph of the live files (loaded only by the commands that use it)."""
+        from .graphfacts import graph_of
+
+        return graph_of(self.space)
+
+    def close(self) -> None:
+        """Release the memory maps and loaded arrays (the index can be reopened)."""
+        for segment, _ in self._parts:
+            segment.close()
+        for name in ("space", "lexical", "dense", "graph", "_fids", "_fid_lookup"):
+            self.__dict__.pop(name, None)

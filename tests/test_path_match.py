@@ -1,0 +1,72 @@
+"""A question names a file the way people write: plurals, abbreviations, compounds, dotted names."""
+
+from __future__ import annotations
+
+import pytest
+
+from indexer import Index, build_index
+from indexer.search.query import parse_query
+from indexer.search.rerank import names_module
+
+from .conftest import MakeRepo
+
+# Each case: a question, the file it names, and a rival file that shares more of its words.
+CASES = [
+    # `defaults/index.js` is named by its directory, and "default" names "defaults".
+    (
+        "default request settings",
+        "lib/defaults/index.js",
+        "const settings = { timeout: 0, maxRedirects: 5 };\nexport default settings;\n",
+        "lib/core/send.js",
+        "// send a request with the default request settings merged in\n"
+        "function send(request, settings) { return request.send(settings); }\n",
+    ),
+    # `config` abbreviates "configuration".
+    (
+        "timeout configuration",
+        "pkg/_config.py",
+        "class Limits:\n    def __init__(self, connect=None, pool=None):\n"
+        "        self.connect = connect\n",
+        "pkg/_client.py",
+        'def send(request, timeout=None):\n    """Send with the timeout configuration given."""\n'
+        "    timeout = timeout or request.timeout  # per-request timeout configuration\n"
+        "    return request.send(timeout)\n",
+    ),
+    # Two adjacent words name a compound stem.
+    (
+        "how does the test client send requests",
+        "pkg/testclient.py",
+        "class InProcess:\n    def get(self, url):\n        return self.app(url)\n",
+        "pkg/transport.py",
+        "def send(client, requests):\n"
+        '    """The client sends the requests, a test of the client."""\n'
+        "    return [client.send(request) for request in requests]\n",
+    ),
+    # A dotted name spells the module's path.
+    (
+        "how std.fs.cwd opens the current working directory",
+        "lib/std/fs.zig",
+        'pub const cwd = Io.Dir.cwd;\npub const path = @import("fs/path.zig");\n',
+        "lib/std/Io/Dir.zig",
+        "/// Opens the current working directory of the process (cwd).\n"
+        "pub fn cwd() Dir {\n    // current working directory, opened relative to cwd\n"
+        "    return .{ .handle = cwd_handle() };\n}\n",
+    ),
+]
+
+
+@pytest.mark.parametrize(("question", "answer", "text", "rival", "rival_text"), CASES)
+def test_the_file_a_question_names_comes_first(
+    make_repo: MakeRepo, question: str, answer: str, text: str, rival: str, rival_text: str
+) -> None:
+    root = make_repo({answer: text, rival: rival_text, "README.md": "A project.\n"})
+    build_index(root, progress=False)
+    assert Index.open(root).search(question, k=3)[0].path == answer
+
+
+def test_dotted_names_name_the_last_directory_and_stem() -> None:
+    dotted = parse_query("why does sympy.core.basic.Basic.atoms recurse").dotted
+    assert names_module("sympy/core/basic.py", dotted)
+    assert names_module("sympy/core/basic/__init__.py", dotted)
+    assert not names_module("sympy/core/numbers.py", dotted)
+    assert not names_module("basic.py", dotted)  # one part alone is too weak
