@@ -16,8 +16,8 @@ tree of the dev set) is reported on its own as well. For every query, the top 10
 
 next to the file recall of that answer (gold files among the files the answer names). Graph
 signals (fusion.json "graph") are evaluated as file Recall@10 / MRR of the ranking, each alone,
-against the graph-off default, on the same indexes in the same run. Graphs of cached indexes
-built before graph.json existed are computed here and cached beside them (never in a snapshot).
+against the graph-off default, on the same indexes in the same run. The graph is resolved from
+each index's per-file facts (cached indexes without facts are rebuilt).
 It ends with the answer-line hit rate of `--compress` on the hand-labelled questions of
 benchmarks/bench_compress.py (before/after, same run); `--compress-lines-only` runs just that.
 Prints Markdown; raw numbers go to --out.
@@ -51,12 +51,7 @@ from indexer.eval.evaluate import (  # noqa: E402
     prepare_index,
     unique_in_order,
 )
-from indexer.index.graph import (  # noqa: E402
-    RESOLVER_VERSION,
-    CodeGraph,
-    GraphRanker,
-    graph_for_index,
-)
+from indexer.index.graph.rank import GraphRanker  # noqa: E402
 from indexer.search.budget import count_tokens  # noqa: E402
 from indexer.search.compress import class_members, compress, full  # noqa: E402
 from indexer.search.fusion import FusionConfig  # noqa: E402
@@ -78,24 +73,13 @@ GRAPH_VARIANTS: dict[str, dict[str, float]] = {
 }
 
 
-def attach_graph(index: Index, cache: Path, jobs: int) -> float | None:
-    """index.graph from the current resolver (cached beside the index, keyed by snapshot and
-    RESOLVER_VERSION), with its ranking arrays; returns build seconds (None if cached)."""
-    key = index.snapshot.parent.parent.parent  # <cache>/<tree key>/index/snapshots/<name>
-    folder = key / "graph" / f"{index.snapshot.name}-r{RESOLVER_VERSION}"
-    index.__dict__.pop("_graph_ranker", None)
-    if (folder / "graph.json").exists():
-        index.__dict__["graph"] = CodeGraph.load(folder)
-        index._graph_ranker = GraphRanker(index, from_graph=True)  # type: ignore[attr-defined]
-        return None
+def attach_graph(index: Index) -> float:
+    """Resolve the whole graph from the index's facts (what a search with graph signals does
+    first) and its ranking arrays; returns the seconds it took."""
     start = time.perf_counter()
-    graph = graph_for_index(index, jobs=jobs)
-    seconds = time.perf_counter() - start
-    folder.mkdir(parents=True, exist_ok=True)
-    graph.save(folder)
-    index.__dict__["graph"] = CodeGraph.load(folder)
-    index._graph_ranker = GraphRanker(index, from_graph=True)  # type: ignore[attr-defined]
-    return seconds
+    index.__dict__.pop("graph", None)
+    index._graph_ranker = GraphRanker(index)  # type: ignore[attr-defined]
+    return time.perf_counter() - start
 
 
 class FileTokens:
@@ -148,10 +132,8 @@ def rank_files(index: Index, query: str) -> list[str]:
 
 
 def related_latency(index: Index, samples: int = 200) -> dict[str, float]:
-    graph = index.graph
-    snapshot_graph = index.snapshot.parent.parent.parent / "graph" / index.snapshot.name
     start = time.perf_counter()
-    CodeGraph.load(snapshot_graph if (snapshot_graph / "graph.json").exists() else index.snapshot)
+    graph = index.graph
     load_ms = (time.perf_counter() - start) * 1000
     symbols = [n for n, k in zip(graph.ids, graph.columns["kind"], strict=True) if k == "method"]
     rng = random.Random(4)
@@ -245,14 +227,7 @@ def run_dataset(
             _ = index.lexical, index.dense
         except (OSError, ValueError, IndexerError):
             index, _ = prepare_index(tree, cache, rebuild=True, log=log)
-        if tree.name == "sympy-1.5" and not (index.snapshot / "graph_rows.npy").exists():
-            # Cold-start timing needs a snapshot with the build-time ranking arrays.
-            start = time.perf_counter()
-            index, _ = prepare_index(tree, cache, rebuild=True, log=log)
-            extra["sympy_build_s"] = round(time.perf_counter() - start, 1)
-        built = attach_graph(index, cache, jobs)
-        if built is not None:
-            extra["graph_build_s"][tree.name] = round(built, 2)
+        extra["graph_build_s"][tree.name] = round(attach_graph(index), 2)
         log(f"{tree.name}: {len(tree_cases)} queries")
         file_tokens = FileTokens(index)
         for case in tree_cases:
@@ -364,8 +339,8 @@ def main() -> int:
             report += [f"sympy 1.5 build (with graph) s: {extra['sympy_build_s']}", ""]
         if extra["graph_build_s"]:
             report += [
-                "graph extraction + resolution seconds (recomputed by the benchmark from each "
-                f"index, {args.jobs} processes): {json.dumps(extra['graph_build_s'])}",
+                "whole-graph resolution from each index's facts (what a search with graph "
+                f"signals does first), seconds: {json.dumps(extra['graph_build_s'])}",
                 "",
             ]
     import bench_compress

@@ -208,7 +208,7 @@ class Index(GenerationView):
     ) -> list[Related]:
         """Callers and/or callees of a symbol name, qualname, `path::qualname` or chunk id, from
         the indexed commit's code graph (uncommitted edits are not in it)."""
-        from .index.graph import related
+        from .index.graph.related import related
         from .search.related_types import Related
 
         check_types(key=(key, str), direction=(direction, str), depth=(depth, int))

@@ -124,4 +124,5 @@ def test_data_and_configuration_rank_below_code_unless_asked(make_repo) -> None:
     assert top("attempts and backoff of the retry") == ["net/retry.py"] * 2 + ["net/settings.json"]
     assert top("attempts and backoff of the retry in settings.json")[1] == "net/settings.json"
     assert "tests/fixtures/responses.json" not in top("recorded retry responses", k=5)
-    assert top("fixture of recorded retry responses")[1] == "tests/fixtures/responses.json"
+    # ("fixture" also names the `fixtures/` directory, which may put the fixture first)
+    assert "tests/fixtures/responses.json" in top("fixture of recorded retry responses")[:2]

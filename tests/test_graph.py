@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gzip
 import json
 from pathlib import Path
 
@@ -11,7 +10,7 @@ import pytest
 
 from indexer import Index, build_index
 from indexer.errors import IndexerError
-from indexer.index.graph import CodeGraph, GraphRanker, extract_file
+from indexer.index.graph import CodeGraph, extract_file
 
 from .conftest import MakeRepo, run_cli
 
@@ -242,38 +241,63 @@ def test_unknown_symbol_is_a_clear_error(poly_repo: Path) -> None:
         index.related("no_such_function_anywhere")
 
 
-def test_graph_is_plain_data_and_rebuilds_from_its_files(poly_repo: Path) -> None:
+def test_graph_facts_are_plain_data_one_line_per_file(poly_repo: Path) -> None:
+    from indexer.index.graph import read_facts
+
     index = Index.open(poly_repo)
-    # Each segment stores its files' facts as gzipped JSON; the graph is resolved from them.
-    (facts,) = [n for n in index.manifest["files"] if n.endswith("/graph_facts.json.gz")]
-    segments = index.snapshot.parent.parent / "segments"
-    stored = json.loads(gzip.decompress((segments / facts).read_bytes()))
-    assert set(stored) == {f["path"] for f in index.files}
-    graph = index.graph
-    assert graph.ids and graph.edges.dtype == np.int32 and graph.edges.shape[1] == 4
-    again = CodeGraph.from_files(graph.files)
-    assert again.ids == graph.ids and np.array_equal(again.edges, graph.edges)
-    assert set(graph.files) == {f["path"] for f in index.files}
-    assert index.status()["files"][facts] > 0
+    ((segment, deleted),) = index.graph_segments()  # a full build: one segment
+    assert isinstance(segment, Path) and not deleted
+    meta = json.loads((segment / "graph_facts.json").read_text(encoding="utf-8"))
+    assert meta["paths"] == sorted(f["path"] for f in index.files)
+    lines = (segment / "graph_facts.jsonl").read_bytes().splitlines()
+    assert len(lines) == len(meta["paths"])
+    keys = np.load(segment / "graph_facts_keys.npy", allow_pickle=False)
+    assert keys.dtype == np.int64 and np.all(np.diff(keys) >= 0)
+    facts = read_facts(segment)
+    files = {p: facts.file(i) for i, p in enumerate(facts.paths)}
+    assert files["shop/tax.py"].symbols[0][1] == "vat"
+    # The whole graph is the stored facts resolved: nothing else is stored.
+    graph = CodeGraph.from_files(files)
+    assert graph.ids == index.graph.ids and np.array_equal(graph.edges, index.graph.edges)
+    assert not [n for n in index.manifest["files"] if "graph" in n and "graph_facts" not in n]
 
 
 def test_replacing_one_file_updates_its_edges(poly_repo: Path) -> None:
-    graph = Index.open(poly_repo).graph
+    from indexer.index.graph import read_facts
+
     index = Index.open(poly_repo)
+    facts = read_facts(index.graph_segments()[0][0])  # type: ignore[arg-type]
+    files = {p: facts.file(i) for i, p in enumerate(facts.paths)}
     chunks = [
         index.chunk_at(i)
         for i in range(len(index))
         if index.chunk_at(i, with_text=False).path == "shop/tax.py"
     ]
     new_text = b"def vat(amount):\n    return round_cents(amount * 0.2)\n"
-    updated = graph.replace_files(
-        {"shop/tax.py": extract_file("shop/tax.py", "python", new_text, chunks)}
-    )
+    files["shop/tax.py"] = extract_file("shop/tax.py", "python", new_text, chunks)
+    updated = CodeGraph.from_files(files)
     vat = updated.find("shop/tax.py::vat")[0]
     assert ("name:round_cents", "CALLS", "unresolved") in updated.out_edges(vat)
-    gone = graph.replace_files({"shop/util/helpers.py": None})
+    del files["shop/util/helpers.py"]
+    gone = CodeGraph.from_files(files)
     apply = gone.find("apply_discount")[0]
     assert ("name:clamp", "CALLS", "unresolved") in gone.out_edges(apply)
+
+
+def test_extraction_takes_an_already_parsed_tree(poly_repo: Path) -> None:
+    from indexer.source.treenodes import parser
+
+    index = Index.open(poly_repo)
+    path = "shop/pricing.py"
+    rows = [i for i in range(len(index)) if index.chunk_at(i, with_text=False).path == path]
+    chunks = [index.chunk_at(i) for i in rows]
+    data = (poly_repo / path).read_bytes()
+    tree = parser("python").parse(data)
+    parsed = extract_file(path, "python", data, chunks, tree=tree)
+    assert parsed == extract_file(path, "python", data, chunks)
+    assert ["apply_discount", "clamp", "h", 8] in parsed.calls
+    broken = extract_file(path, "python", b"def (((", chunks)
+    assert [s[1] for s in broken.symbols] == ["apply_discount"] and not broken.calls
 
 
 def test_related_cli_json(poly_repo: Path) -> None:
@@ -300,7 +324,9 @@ def test_graph_signals_in_ranking_are_switchable(poly_repo: Path, tmp_path: Path
         }
         assert len(ids) == len(set(ids))
     assert off
-    # The PageRank prior maps every row to its graph node.
+    # The PageRank prior maps every row to its node (its symbol, else its file).
+    from indexer.index.graph.rank import GraphRanker
+
     prior = Index.open(poly_repo, fusion=FusionConfig.from_dict({"graph": {"ppr": 0.5}}))
     assert prior.search("apply discount to the cart total", k=10, log=False)
     rows = GraphRanker(plain).row_node
@@ -317,60 +343,88 @@ def test_graph_signals_in_ranking_are_switchable(poly_repo: Path, tmp_path: Path
         FusionConfig.from_dict({"graph": {"ppr": -1}})
 
 
-def test_write_graph_reuses_unchanged_files_from_a_base_snapshot(
-    poly_repo: Path, tmp_path: Path
-) -> None:
-    from indexer.index.graph import write_graph
+def test_a_view_over_segments_hides_deleted_paths(poly_repo: Path, tmp_path: Path) -> None:
+    """Two segments, the newer serving tax.py again: the view equals one merged segment."""
+    from indexer.index.graph import FactsView, write_facts
 
     index = Index.open(poly_repo)
-    chunks = [index.chunk_at(i) for i in range(len(index))]
-    files = [f["path"] for f in index.files]
-    blob_of = {f["path"]: f["blob"] for f in index.files}
-    repo_path = index.manifest["repo_root"]
-    out = tmp_path / "g"
-    out.mkdir()
-    # A base whose stored contribution for tax.py is recognisably different: it is reused
-    # because the blob matches, and every other file is reused too.
-    base = CodeGraph.from_files(dict(index.graph.files))
-    base.files["shop/tax.py"].calls.append(["vat", "marker_call", "", 1])
-    base_dir = tmp_path / "base"
-    base_dir.mkdir()
-    base.save(base_dir)
-    graph = write_graph(out, repo_path, files, blob_of, chunks, jobs=1, base=base_dir)
-    vat = graph.find("shop/tax.py::vat")[0]
-    assert ("name:marker_call", "CALLS", "unresolved") in graph.out_edges(vat)
-    blob_of["shop/tax.py"] = blob_of["shop/models.py"]  # a changed blob is parsed again
-    graph = write_graph(out, repo_path, files, blob_of, chunks, jobs=1, base=base_dir)
-    assert ("name:marker_call", "CALLS", "unresolved") not in graph.out_edges(vat)
+    files = FactsView(index.graph_segments()).files()
+    old_dir, new_dir, merged_dir = (tmp_path / n for n in ("old", "new", "merged"))
+    for d in (old_dir, new_dir, merged_dir):
+        d.mkdir()
+    write_facts(old_dir, files.values())
+    tax = files["shop/tax.py"]
+    tax.calls.append(["vat", "clamp", "", 2])
+    write_facts(new_dir, [tax])
+    view = FactsView([(old_dir, {"shop/tax.py", "shop/models.py"}), (new_dir, ())])
+    assert "shop/models.py" not in view.paths and view.file("shop/tax.py").calls[-1][1] == "clamp"
+    del files["shop/models.py"]
+    write_facts(merged_dir, files.values())
+    merged = CodeGraph.from_source(FactsView([(merged_dir, ())]))
+    split = CodeGraph.from_source(view)
+    assert split.ids == merged.ids and np.array_equal(split.edges, merged.edges)
+    # The newer segment in memory (the working-tree overlay): the same view.
+    overlay = FactsView([(old_dir, {"shop/tax.py", "shop/models.py"}), ([tax], ())])
+    in_memory = CodeGraph.from_source(overlay)
+    assert in_memory.ids == merged.ids and np.array_equal(in_memory.edges, merged.edges)
+    assert view.definitions("Item") == [] and view.definitions("vat") == [
+        ("shop/tax.py", "function")
+    ]
 
 
-def test_incremental_update_replaces_only_the_changed_files_graph(poly_repo: Path) -> None:
+def test_incremental_updates_answer_related_exactly_as_full_builds(
+    poly_repo: Path, tmp_path: Path
+) -> None:
+    """Commit changes that move definitions, aliases and imports between files; after each
+    update, every symbol's callers and callees (depth 2) equal those of a full build and of the
+    whole resolved graph."""
     from indexer.index.build import update_index
+    from indexer.index.graph import FactsView
+    from indexer.index.graph.related import GraphQuery, facts_view
 
     from .conftest import commit_all, write_files
 
-    write_files(
-        poly_repo,
+    steps: list[dict[str, str | None]] = [
         {
             "shop/tax.py": "def vat(amount):\n    return round_cents(amount)\n\n\n"
             "def round_cents(x):\n    return round(x, 2)\n"
         },
-    )
-    commit_all(poly_repo, "tax rounds")
-    report = update_index(poly_repo, progress=False)
-    assert report.mode == "incremental"
-    updated_index = Index.open(poly_repo)
-    updated = updated_index.graph
-    vat = updated.find("shop/tax.py::vat")[0]
-    assert [updated.node(d)["qualname"] for d, t, _ in updated.out_edges(vat) if t == "CALLS"] == [
-        "round_cents"
+        {  # clamp moves: helpers re-exports it, the old callers resolve through the alias
+            "shop/util/helpers.py": "from .bounds import clamp as clamp\n",
+            "shop/util/bounds.py": "def clamp(x):\n    return max(0, round_cents(x))\n",
+            "shop/models.py": "class Item:\n    def price(self):\n        return clamp(1)\n",
+        },
+        {  # a second definition makes round_cents ambiguous by name; a file disappears
+            "shop/extra.py": "def round_cents(x):\n    return x\n",
+            "shop/cart.py": None,
+            "web/src/format.ts": "export default function slug(s: string): string {\n"
+            "  return s;\n}\n",
+        },
     ]
-    # Same graph as a full build of the same commit.
-    build_index(poly_repo, progress=False)
-    full_index = Index.open(poly_repo)
-    full = full_index.graph
-    assert full.ids == updated.ids and np.array_equal(full.edges, updated.edges)
-    # The ranking arrays too.
-    updated_rows = GraphRanker(updated_index).row_node
-    full_rows = GraphRanker(full_index).row_node
-    assert len(full_rows) == len(full_index) and np.array_equal(updated_rows, full_rows)
+    for number, step in enumerate(steps):
+        write_files(poly_repo, {p: t for p, t in step.items() if t is not None})
+        for path in [p for p, t in step.items() if t is None]:
+            (poly_repo / path).unlink()
+        commit_all(poly_repo, f"step {number}")
+        assert update_index(poly_repo, progress=False).mode == "incremental"
+        updated = Index.open(poly_repo)
+        full_dir = tmp_path / f"full{number}"
+        build_index(poly_repo, index_dir=full_dir, progress=False)
+        full = Index.open(poly_repo, index_dir=full_dir)
+        # The update's new segment holds the changed files' facts: the live facts are a full
+        # build's.
+        assert (
+            FactsView(updated.graph_segments()).files() == FactsView(full.graph_segments()).files()
+        )
+        graph = full.graph
+        query = GraphQuery(facts_view(updated))
+        nodes = [n for n in graph.ids if not n.startswith(("name:", "module:"))]
+        assert len(nodes) > 20
+        for node in nodes:
+            for way in ("callers", "callees"):
+                expected = graph.neighbours(node, way, depth=2)
+                assert query.neighbours(node, way, depth=2) == expected, (node, way)
+            key = node[5:] if node.startswith("file:") else node
+            assert updated.related(key, depth=2) == full.related(key, depth=2)
+        for name in ("clamp", "round_cents", "slug", "vat", "Item.price", "shop/tax.py"):
+            assert query.find(name) == graph.find(name)

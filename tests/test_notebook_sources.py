@@ -168,7 +168,7 @@ def test_search_results_carry_the_cell(notebook_repo: Path) -> None:
     )
     text = run_cli("search", "apply a discount percentage", "--repo", str(notebook_repo))
     assert text.stdout.split()[1] == "analysis/pricing.ipynb#cell=3:1-3"
-    plain = run_cli("search", "cart total of prices", "--json", "--repo", str(notebook_repo))
+    plain = run_cli("search", "cart_total", "--json", "--repo", str(notebook_repo))
     assert "cell" not in json.loads(plain.stdout)[0]  # other files' records are unchanged
 
 

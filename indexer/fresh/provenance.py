@@ -15,7 +15,6 @@ what they say.
 
 from __future__ import annotations
 
-import gzip
 import io
 import itertools
 import json
@@ -28,8 +27,9 @@ import numpy as np
 
 from ..errors import IndexerError
 from ..index.dense import faiss_id
+from ..index.graph.facts import FACTS_LINES, FACTS_META
 from ..index.integrity import CHUNK_SUMS, check_rows, chunk_sums, meta_sum
-from ..index.segment import GRAPH_FACTS, TEXT_BLOCKS, TEXTS, decompress_texts
+from ..index.segment import TEXT_BLOCKS, TEXTS, decompress_texts
 from ..source.chunker import chunk_id, path_stem
 from ..source.datafiles import data_records
 from ..source.notebook import cell_source
@@ -179,22 +179,24 @@ def _check(
         ):
             raise ProvenanceError(f"{where} disagrees with the ranking columns")
         paths[record["id"]] = record["path"]
-    if GRAPH_FACTS in names:
-        _check_graph(json.loads(gzip.decompress(read(GRAPH_FACTS))), paths, set(texts_of))
+    if FACTS_META in names:
+        facts = json.loads(read(FACTS_META))
+        _check_graph(facts["paths"], read(FACTS_LINES).splitlines(), paths, set(texts_of))
     return rows
 
 
-def _check_graph(facts: dict[str, Any], chunk_paths: dict[str, str], file_paths: set[str]) -> None:
-    """Graph facts name only the segment's files, and symbols only chunks of their file."""
-    for path, fact in facts.items():
+def _check_graph(
+    facts_paths: list[str], lines: list[bytes], chunk_paths: dict[str, str], file_paths: set[str]
+) -> None:
+    """The graph facts describe indexed files, and their symbols are those files' chunks."""
+    if len(facts_paths) != len(lines):
+        raise ProvenanceError("its code graph facts do not match their file list")
+    for path, line in zip(facts_paths, lines, strict=True):
         if path not in file_paths:
             raise ProvenanceError(f"its code graph names a file {path!r} that is not indexed")
-        for symbol in fact["symbols"]:
-            for node in [symbol[0], *symbol[5]]:
-                if chunk_paths.get(node) != path:
-                    raise ProvenanceError(
-                        f"its code graph names a symbol {node!r} that is no chunk"
-                    )
+        for sym in json.loads(line.partition(b"\t")[0])["symbols"]:
+            if any(chunk_paths.get(cid) != path for cid in sym[5]):
+                raise ProvenanceError(f"its code graph names a symbol {sym[0]!r} that is no chunk")
 
 
 def _is_marker(line: str) -> bool:

@@ -21,6 +21,7 @@ import numpy as np
 
 from ..errors import CorruptIndexError
 from .dense import DenseIndex
+from .graph.model import FileGraph
 from .segment import REBUILD, Segment, SegmentData
 from .store import read_generation, segment_dir
 
@@ -32,8 +33,10 @@ class RowSpace:
         self.seg_offsets = np.zeros(len(sizes) + 1, dtype=np.int64)  # "cat": segments end to end
         np.cumsum(sizes, out=self.seg_offsets[1:])
         live_files: list[np.ndarray] = []
+        self.deleted: list[set[str]] = []
         for segment, deleted in parts:
             gone = set(deleted)
+            self.deleted.append(gone)
             keep = [i for i, p in enumerate(segment.paths) if p not in gone] if gone else None
             live_files.append(
                 np.arange(segment.n_files) if keep is None else np.asarray(keep, dtype=np.int64)
@@ -133,6 +136,18 @@ class RowSpace:
                 self.seg_offsets[:-1].tolist(), self.seg_offsets[1:].tolist(), strict=True
             )
         ]
+
+    def graph_segments(self) -> list[tuple[Path | list[FileGraph], set[str]]]:
+        """Each segment's graph facts (its directory; an in-memory segment: its facts) and the
+        paths it no longer serves, older first: what indexer/index/graph reads."""
+        out: list[tuple[Path | list[FileGraph], set[str]]] = []
+        for segment, deleted in zip(self.segments, self.deleted, strict=True):
+            if segment.directory is not None:
+                out.append((segment.directory, deleted))
+            else:
+                facts = segment.graph_facts.items()
+                out.append(([FileGraph.from_dict(p, d) for p, d in facts], deleted))
+        return out
 
     def graph_facts(self) -> dict[str, dict[str, Any]]:
         """path -> stored graph facts of every live file."""

@@ -15,7 +15,6 @@ working-tree overlay (issue 13) hands to the reader without touching the disk.
 
 from __future__ import annotations
 
-import gzip
 import hashlib
 import itertools
 import json
@@ -23,6 +22,7 @@ import mmap
 import os
 import zlib
 from collections import OrderedDict
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -33,13 +33,14 @@ import numpy as np
 from ..errors import CorruptIndexError
 from . import integrity
 from .dense import DenseIndex
+from .graph.facts import FACTS_FILE_NAMES, FactsMapping, read_facts, write_facts
+from .graph.model import FileGraph
 
 SEGMENT_FORMAT = 3
 SEGMENT_MANIFEST = "segment.json"
 TEXTS = "texts_z.bin"  # chunk texts, one zlib block per file (code compresses ~5x)
 TEXT_BLOCKS = "text_blocks.npy"  # int64 (files + 1): where each file's block starts in TEXTS
 BLOCK_CACHE = 32  # decompressed file blocks kept per segment (results cluster in few files)
-GRAPH_FACTS = "graph_facts.json.gz"  # FileGraph.to_dict per file (until graph.py stores its own)
 TEXT_COLUMNS = ("symbols", "kinds", "defines", "file_paths", "file_blobs", "file_languages")
 REQUIRED_FILES = frozenset(
     {
@@ -53,7 +54,7 @@ REQUIRED_FILES = frozenset(
         "chunks.jsonl",
         TEXTS,
         "dense.faiss",
-        GRAPH_FACTS,
+        *FACTS_FILE_NAMES,
     }
 )
 REBUILD = "run `indexer verify` for details or `indexer build` to rebuild"
@@ -100,7 +101,7 @@ class SegmentData:
     doc_lengths: np.ndarray  # float32 terms per row
     scores: np.ndarray  # float32 BM25 of each posting with this segment's own statistics
     dense: DenseIndex
-    graph_facts: dict[str, dict[str, Any]] = field(default_factory=dict)
+    graph_facts: Mapping[str, dict[str, Any]] = field(default_factory=dict)  # FileGraph.to_dict
 
     def save(self, directory: Path) -> dict[str, Any]:
         """Write every file into `directory` (fsynced); returns the segment manifest."""
@@ -132,8 +133,7 @@ class SegmentData:
         np.save(directory / "bm25_doclen.npy", np.asarray(self.doc_lengths, dtype=np.float32))
         np.save(directory / "bm25_scores.npy", np.asarray(self.scores, dtype=np.float32))
         self.dense.save(directory)
-        facts = json.dumps(self.graph_facts, ensure_ascii=False, separators=(",", ":"))
-        (directory / GRAPH_FACTS).write_bytes(gzip.compress(facts.encode("utf-8"), mtime=0))
+        write_facts(directory, [FileGraph.from_dict(p, d) for p, d in self.graph_facts.items()])
         files: dict[str, Any] = {}
         for item in sorted(directory.iterdir()):
             with item.open("rb") as fh:
@@ -432,11 +432,10 @@ class Segment:
         return DenseIndex.load(self.directory)
 
     @cached_property
-    def graph_facts(self) -> dict[str, dict[str, Any]]:
-        data: dict[str, dict[str, Any]] = json.loads(
-            gzip.decompress(self._path(GRAPH_FACTS).read_bytes())
-        )
-        return data
+    def graph_facts(self) -> Mapping[str, dict[str, Any]]:
+        """path -> FileGraph.to_dict() of the segment's files, each decoded when asked."""
+        assert self.directory is not None
+        return FactsMapping(read_facts(self.directory))
 
     def close(self) -> None:
         stores = self.__dict__.pop("stores", None)

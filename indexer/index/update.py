@@ -31,7 +31,7 @@ from ..source.gitsource import (
 )
 from .blobcache import CachedFile
 from .build import BuildReport, Progress, chunk_files, record_documents
-from .graphfacts import extract_facts
+from .graph.write import extract_facts
 from .reader import open_generation
 from .segment import Segment
 from .store import (

@@ -26,7 +26,8 @@ from .segment import Segment, SegmentData
 from .vectors import StaticVectors
 
 if TYPE_CHECKING:
-    from .graph import CodeGraph
+    from .graph.codegraph import CodeGraph
+    from .graph.model import FileGraph
 
 Overlay = tuple[SegmentData | None, Iterable[str]]
 
@@ -151,14 +152,21 @@ class GenerationView:
 
     @cached_property
     def graph(self) -> CodeGraph:
-        """The code graph of the live files (loaded only by the commands that use it)."""
-        from .graphfacts import graph_of
+        """The whole code graph, resolved from the live files' facts (ranking signals, export;
+        `related` resolves only what it asks: indexer/index/graph/related.py)."""
+        from .graph.codegraph import CodeGraph
+        from .graph.related import facts_view
 
-        return graph_of(self.space)
+        return CodeGraph.from_view(facts_view(self))
+
+    def graph_segments(self) -> list[tuple[Path | list[FileGraph], set[str]]]:
+        """Where the code-graph facts of the live files are: each segment's directory (an
+        in-memory segment: its facts) and the paths it no longer serves."""
+        return self.space.graph_segments()
 
     def close(self) -> None:
         """Release the memory maps and loaded arrays (the index can be reopened)."""
         for segment, _ in self._parts:
             segment.close()
-        for name in ("space", "lexical", "dense", "graph", "_fids", "_fid_lookup"):
+        for name in ("space", "lexical", "dense", "graph", "_graph_query", "_fids", "_fid_lookup"):
             self.__dict__.pop(name, None)

@@ -85,7 +85,7 @@ def rank(
     rows, scores, similarity = saturate(index, rows, scores, similarity)
     graph_cfg = cfg["graph"]
     if graph_cfg["expand"] or graph_cfg["ppr"] or graph_cfg["file_boost"]:
-        from ..index.graph import graph_rerank  # only when enabled: searches never load the graph
+        from ..index.graph.rank import graph_rerank  # only when enabled: the graph costs a resolve
 
         rows, scores, similarity = graph_rerank(index, rows, scores, similarity, graph_cfg)
     if allowed is not None:  # filters hold for every candidate source (exact names, graph)

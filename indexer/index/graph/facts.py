@@ -1,0 +1,358 @@
+"""Per-file graph facts on disk, one set per segment, and a view over several segments.
+
+A segment directory holds, for the files it serves (sorted by path):
+- `graph_facts.json`: format, paths and languages (one entry per file);
+- `graph_facts.jsonl` + `graph_facts_offsets.npy`: one line per file, its facts as JSON, then a
+  tab and its call sites as JSON, so a reader decodes only the files a question touches (and
+  resolution, which never reads call sites, only the first part);
+- `graph_facts_keys.npy` (int64, sorted) + `graph_facts_values.npy` (int32: file row << 2 | kind):
+  the name index, 64-bit hashes of "tag\\0name" -> the files that define (d: short name,
+  q: qualname, k: chunk id), call (c), import (i) a name or import it under another name (a),
+  name a base class (b: its last component), or import a module they call (m: a path component)
+  or a Go/Java package (g: its last component). Resolution looks names up here instead of
+  scanning the repository.
+Nothing is pickled; the arrays are memory-mapped.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import mmap
+import os
+import re
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ...errors import CorruptIndexError
+from .model import JS_LANGUAGES, FileGraph, short_name
+
+FACTS_VERSION = 1
+FACTS_META = "graph_facts.json"
+FACTS_LINES = "graph_facts.jsonl"
+FACTS_OFFSETS = "graph_facts_offsets.npy"
+FACTS_KEYS = "graph_facts_keys.npy"
+FACTS_VALUES = "graph_facts_values.npy"
+FACTS_FILE_NAMES = (FACTS_META, FACTS_LINES, FACTS_OFFSETS, FACTS_KEYS, FACTS_VALUES)
+KIND_CODES = {"function": 1, "method": 2, "class": 3}
+KIND_NAMES = {v: k for k, v in KIND_CODES.items()}
+
+
+def name_key(tag: str, name: str) -> int:
+    """Stable signed 64-bit key of a tagged name (collisions only widen a lookup)."""
+    digest = hashlib.blake2b(f"{tag}\0{name}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "little", signed=True)
+
+
+def _components(text: str) -> list[str]:
+    return [p for p in re.split(r"[/.\\]", text) if p]
+
+
+def file_keys(fg: FileGraph) -> list[tuple[int, int]]:
+    """(key, kind code) of one file's name-index entries; one `d` entry per definition."""
+    out = [(name_key("d", short_name(s[1])), KIND_CODES.get(s[2], 0)) for s in fg.symbols]
+    names: set[tuple[str, str]] = set()
+    for sym in fg.symbols:
+        names.add(("q", sym[1]))
+        names.update(("k", cid) for cid in sym[5])
+    bare = set()
+    for _, name, recv, _ in fg.calls:
+        names.add(("c", name))
+        if recv == "":
+            bare.add(name)
+    for _, base in fg.bases:
+        names.add(("b", base.split("<", 1)[0].split("[", 1)[0].rsplit(".", 1)[-1]))
+    for spec, name, alias in fg.imports:
+        if name not in ("", "*"):
+            names.add(("i", name))
+            if (alias or name) != name:
+                names.add(("a", name))  # imported under another name
+        if fg.language in ("go", "java"):
+            tail = spec.rsplit("/" if fg.language == "go" else ".", 1)[-1]
+            names.add(("g", tail))
+        elif fg.language == "python" or (fg.language in JS_LANGUAGES and name == ""):
+            # an import that may bind a module the file then calls by its bare name
+            bound = alias or (spec.split(".", 1)[0] if name == "" else name)
+            if bound in bare:
+                parts = _components(spec) + ([name] if name not in ("", "*") else [])
+                names.update(("m", p) for p in parts or ["*"])
+    out.extend((name_key(tag, name), 0) for tag, name in sorted(names))
+    return out
+
+
+def module_tokens(path: str) -> list[str]:
+    """The `m` names under which an import of the file at `path` is indexed."""
+    return [*_components(path), "*"]
+
+
+def write_facts(segment_dir: Path, facts: Iterable[FileGraph]) -> None:
+    """Write the facts of a segment's files into `segment_dir` (a directory being built)."""
+    files = sorted(facts, key=lambda fg: fg.path)
+    keys, values = _key_arrays((row, file_keys(fg)) for row, fg in enumerate(files))
+    lines = [_line(fg) for fg in files]
+    _write(
+        segment_dir, [fg.path for fg in files], [fg.language for fg in files], lines, keys, values
+    )
+
+
+def _line(fg: FileGraph) -> bytes:
+    """The file's facts, its call sites apart (after a tab) so resolution decodes only the rest."""
+    head = fg.to_dict()
+    calls = head.pop("calls")
+    return b"%s\t%s\n" % (_json(head), _json(calls))
+
+
+def _json(value: Any) -> bytes:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def _key_arrays(
+    rows: Iterable[tuple[int, list[tuple[int, int]]]],
+) -> tuple[np.ndarray, np.ndarray]:
+    flat = [(k, (row << 2) | kind) for row, entries in rows for k, kind in entries]
+    keys = np.asarray([k for k, _ in flat], dtype=np.int64)
+    return keys, np.asarray([v for _, v in flat], dtype=np.int32)
+
+
+def _write(
+    directory: Path,
+    paths: list[str],
+    languages: list[str],
+    lines: Sequence[bytes],
+    keys: np.ndarray,
+    values: np.ndarray,
+) -> None:
+    meta = {"version": FACTS_VERSION, "paths": paths, "languages": languages}
+    (directory / FACTS_META).write_text(
+        json.dumps(meta, ensure_ascii=False, separators=(",", ":")), encoding="utf-8"
+    )
+    with (directory / FACTS_LINES).open("wb") as fh:
+        fh.writelines(lines)
+    offsets = np.zeros(len(lines) + 1, dtype=np.int64)
+    np.cumsum([len(line) for line in lines], out=offsets[1:])
+    np.save(directory / FACTS_OFFSETS, offsets)
+    order = np.lexsort((values, keys))  # canonical: an update writes what a full build writes
+    np.save(directory / FACTS_KEYS, keys[order])
+    np.save(directory / FACTS_VALUES, values[order])
+
+
+class FactsSegment:
+    """The facts one segment directory holds (read lazily; arrays memory-mapped)."""
+
+    def __init__(self, directory: Path, deleted: Collection[str] = ()) -> None:
+        self.directory = directory
+        try:
+            meta = json.loads((directory / FACTS_META).read_text(encoding="utf-8"))
+            self.offsets = np.load(directory / FACTS_OFFSETS, mmap_mode="r", allow_pickle=False)
+            self.keys = np.load(directory / FACTS_KEYS, mmap_mode="r", allow_pickle=False)
+            self.values = np.load(directory / FACTS_VALUES, mmap_mode="r", allow_pickle=False)
+        except (OSError, ValueError) as exc:
+            raise CorruptIndexError(f"unreadable graph facts in {directory}") from exc
+        if not isinstance(meta, dict) or meta.get("version") != FACTS_VERSION:
+            raise CorruptIndexError(f"graph facts of an unknown format in {directory}")
+        self.paths: list[str] = meta["paths"]
+        self.languages: list[str] = meta["languages"]
+        if len(self.offsets) != len(self.paths) + 1 or len(self.keys) != len(self.values):
+            raise CorruptIndexError(f"graph facts in {directory} do not match their files")
+        gone = set(deleted)
+        self.live = [p not in gone for p in self.paths]
+        self._lines: Any = None
+
+    def raw(self, row: int) -> bytes:
+        if self._lines is None:
+            with (self.directory / FACTS_LINES).open("rb") as fh:
+                size = os.fstat(fh.fileno()).st_size
+                self._lines = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
+        return bytes(self._lines[int(self.offsets[row]) : int(self.offsets[row + 1])])
+
+    def file(self, row: int, calls: bool = True) -> FileGraph:
+        """A file's facts; without `calls`, its call sites are left out (not decoded)."""
+        head, _, rest = self.raw(row).partition(b"\t")
+        try:
+            raw = json.loads(head)
+            raw["calls"] = json.loads(rest) if calls else []
+            return FileGraph.from_dict(self.paths[row], raw)
+        except (ValueError, KeyError, TypeError) as exc:
+            raise CorruptIndexError(f"unreadable graph facts in {self.directory}") from exc
+
+    def calls_named(self, row: int, names: Collection[str]) -> list[list[Any]]:
+        """The file's call sites whose called name is one of `names`, in order, found in the
+        stored JSON without decoding the others (a caller search reads many files for few
+        calls). A call site is `["caller","name","recv",line]`: a raw quote never occurs inside
+        a JSON string, so `,"name",` is the name (or the receiver: checked after decoding), the
+        last `["` before it starts the call site, and the first `]` after it (a receiver is a
+        dotted identifier) ends it."""
+        rest = self.raw(row).partition(b"\t")[2]
+        spans: dict[int, int] = {}
+        for name in names:
+            needle = b",%s," % _json(name)
+            pos = rest.find(needle)
+            while pos >= 0:
+                spans[rest.rfind(b'["', 0, pos)] = rest.find(b"]", pos + len(needle)) + 1
+                pos = rest.find(needle, pos + 1)
+        try:
+            found = [json.loads(rest[start:end]) for start, end in sorted(spans.items())]
+        except ValueError as exc:
+            raise CorruptIndexError(f"unreadable graph facts in {self.directory}") from exc
+        return [call for call in found if call[1] in names]
+
+    def lookup(self, key: int) -> list[tuple[int, int]]:
+        """(file row, kind code) of the live entries under `key`."""
+        lo = int(np.searchsorted(self.keys, key, "left"))
+        hi = int(np.searchsorted(self.keys, key, "right"))
+        out = []
+        for value in self.values[lo:hi].tolist():
+            if self.live[value >> 2]:
+                out.append((value >> 2, value & 3))
+        return out
+
+
+class FactsMapping(Mapping[str, dict[str, Any]]):
+    """A stored segment's facts as path -> FileGraph.to_dict(), each file decoded when asked
+    (an update that carries one file over from an older segment reads one line)."""
+
+    def __init__(self, segment: FactsSegment) -> None:
+        self.segment = segment
+        self.rows = {p: i for i, p in enumerate(segment.paths)}
+
+    def __getitem__(self, path: str) -> dict[str, Any]:
+        return self.segment.file(self.rows[path]).to_dict()
+
+    def __contains__(self, path: object) -> bool:
+        return path in self.rows
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.rows)
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+
+class MemoryFacts:
+    """An in-memory segment's facts, answering what FactsSegment answers."""
+
+    def __init__(self, facts: Iterable[FileGraph], deleted: Collection[str] = ()) -> None:
+        self.files = sorted(facts, key=lambda fg: fg.path)
+        self.paths = [fg.path for fg in self.files]
+        self.languages = [fg.language for fg in self.files]
+        gone = set(deleted)
+        self.live = [p not in gone for p in self.paths]
+        self.index: dict[int, list[tuple[int, int]]] = {}
+        for row, fg in enumerate(self.files):
+            for key, kind in file_keys(fg):
+                self.index.setdefault(key, []).append((row, kind))
+
+    def file(self, row: int, calls: bool = True) -> FileGraph:
+        return self.files[row]
+
+    def calls_named(self, row: int, names: Collection[str]) -> list[list[Any]]:
+        return [c for c in self.files[row].calls if c[1] in names]
+
+    def lookup(self, key: int) -> list[tuple[int, int]]:
+        return [(row, kind) for row, kind in self.index.get(key, []) if self.live[row]]
+
+
+def read_facts(segment_dir: Path, deleted: Collection[str] = ()) -> FactsSegment:
+    """The facts of one segment, with `deleted` paths (served by a newer segment) hidden."""
+    return FactsSegment(segment_dir, deleted)
+
+
+class FactsView:
+    """The live files of several segments as one repository: what resolution reads."""
+
+    def __init__(
+        self, segments: Sequence[tuple[Path | Iterable[FileGraph], Collection[str]]]
+    ) -> None:
+        """`segments`: (directory, or the facts of an in-memory segment such as the working-tree
+        overlay; paths it no longer serves), older first."""
+        self.segments: list[FactsSegment | MemoryFacts] = [
+            read_facts(d, deleted) if isinstance(d, Path) else MemoryFacts(d, deleted)
+            for d, deleted in segments
+        ]
+        self.where: dict[str, tuple[int, int]] = {}
+        for s, seg in enumerate(self.segments):
+            for row, path in enumerate(seg.paths):
+                if seg.live[row]:
+                    self.where[path] = (s, row)
+        self._paths = sorted(self.where)
+        self._files: dict[str, FileGraph] = {}
+        self._heads: dict[str, FileGraph] = {}
+
+    @property
+    def paths(self) -> Sequence[str]:
+        return self._paths
+
+    def language(self, path: str) -> str:
+        s, row = self.where[path]
+        return self.segments[s].languages[row]
+
+    def file(self, path: str) -> FileGraph:
+        fg = self._files.get(path)
+        if fg is None:
+            s, row = self.where[path]
+            fg = self._files[path] = self.segments[s].file(row)
+        return fg
+
+    def calls_named(self, path: str, names: Collection[str]) -> list[list[Any]]:
+        """The file's call sites of any of `names`, in order."""
+        if path in self._files:
+            return [c for c in self._files[path].calls if c[1] in names]
+        s, row = self.where[path]
+        return self.segments[s].calls_named(row, names)
+
+    def head(self, path: str) -> FileGraph:
+        """The file's facts but its call sites (all resolution reads)."""
+        fg = self._files.get(path) or self._heads.get(path)
+        if fg is None:
+            s, row = self.where[path]
+            fg = self._heads[path] = self.segments[s].file(row, calls=False)
+        return fg
+
+    def files(self) -> dict[str, FileGraph]:
+        return {p: self.file(p) for p in self._paths}
+
+    def lookup(self, tag: str, name: str) -> list[tuple[str, int]]:
+        """(path, kind code) of the entries under a tagged name, in no particular order."""
+        key = name_key(tag, name)
+        return [(seg.paths[row], kind) for seg in self.segments for row, kind in seg.lookup(key)]
+
+    def files_with(self, tag: str, names: Iterable[str]) -> list[str]:
+        """Sorted paths of the live files with an entry under any of the tagged names."""
+        return sorted({p for name in names for p, _ in self.lookup(tag, name)})
+
+    def definitions(self, name: str) -> list[tuple[str, str]]:
+        return [(p, KIND_NAMES.get(kind, "")) for p, kind in self.lookup("d", name)]
+
+
+class FilesSource:
+    """In-memory facts (a test, a standalone graph): the same questions FactsView answers."""
+
+    def __init__(self, files: dict[str, FileGraph]) -> None:
+        self._files = files
+        self._paths = sorted(files)
+        self._defs: dict[str, list[tuple[str, str]]] = {}
+        for path in self._paths:
+            for sym in files[path].symbols:
+                self._defs.setdefault(short_name(sym[1]), []).append((path, sym[2]))
+
+    @property
+    def paths(self) -> Sequence[str]:
+        return self._paths
+
+    def language(self, path: str) -> str:
+        return self._files[path].language
+
+    def file(self, path: str) -> FileGraph:
+        return self._files[path]
+
+    def head(self, path: str) -> FileGraph:
+        return self._files[path]
+
+    def files(self) -> dict[str, FileGraph]:
+        return {p: self._files[p] for p in self._paths}
+
+    def definitions(self, name: str) -> list[tuple[str, str]]:
+        return self._defs.get(name, [])
