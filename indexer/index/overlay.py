@@ -7,9 +7,9 @@ to add as one in-memory segment and the paths whose committed rows are masked. A
 content equals its indexed blob (touched, or reverted) is neither: the commit already says what
 it holds.
 
-Chunking is the build's (`chunk_blob`: content checks for binary, huge, minified and generated
-files, secret values redacted before anything is tokenised), so an overlaid file gives exactly
-the chunks a build of a commit holding the same bytes gives.
+Chunking is the build's (`pipeline.chunk_blob`: content checks for binary, huge, minified and
+generated files, secret values redacted before anything is tokenised), so an overlaid file
+gives exactly the chunks a build of a commit holding the same bytes gives.
 """
 
 from __future__ import annotations
@@ -193,7 +193,7 @@ class WorktreeOverlay:
 
 def read_file(root: Path, change: Change) -> OverlayFile | None:
     """Read and chunk one file of the working tree (None: it vanished meanwhile)."""
-    from .build import chunk_blob
+    from .pipeline import chunk_blob
 
     language = detect_language(change.path) or "text"
     size = change.stat[2] if change.stat else 0
@@ -207,7 +207,7 @@ def read_file(root: Path, change: Change) -> OverlayFile | None:
     except (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError):
         return None
     try:
-        entry = chunk_blob(data, change.path, language)
+        entry, _tree = chunk_blob(data, change.path, language)
     except Exception as exc:  # a parser bug skips the file, as in builds
         entry = CachedFile(f"error:{type(exc).__name__}", [], [], [])
     return OverlayFile(change.path, blob_id(data), language, change.state, entry)
