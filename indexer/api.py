@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -27,6 +28,7 @@ from .search.ranking import rank
 from .source.chunks import Chunk
 
 if TYPE_CHECKING:
+    from .index.overlay import OverlayState, WorktreeOverlay
     from .search.answers import Verdict
     from .search.budget import Packed
     from .search.filters import SearchFilter
@@ -60,6 +62,7 @@ class SearchResult:
     recency: float
     text: str | None = None
     cell: int | None = None  # notebook cell; lines are within it (indexer/source/notebook.py)
+    source: str = "commit"  # "worktree": an uncommitted file read from disk (index/overlay.py)
 
     def to_dict(self) -> dict[str, Any]:
         # Flat fields only: a shallow copy (dataclasses.asdict deep-copies every value).
@@ -68,6 +71,19 @@ class SearchResult:
             if data[optional] is None:
                 del data[optional]
         return data
+
+
+_Read = TypeVar("_Read", bound=Callable[..., Any])
+
+
+def _on_current(method: _Read) -> _Read:
+    """A read of an index that follows a working tree is answered by its current view."""
+
+    @functools.wraps(method)
+    def read(self: Index, *args: Any, **kwargs: Any) -> Any:
+        return method(self.current(), *args, **kwargs)
+
+    return read  # type: ignore[return-value]
 
 
 class Index(GenerationView):
@@ -84,16 +100,23 @@ class Index(GenerationView):
         fusion: FusionConfig | None = None,
         vectors: StaticVectors | None = None,
         overlay: Overlay | None = None,
+        opened: GenerationView | None = None,
     ) -> None:
-        super().__init__(snapshot, vectors, overlay)
+        super().__init__(snapshot, vectors, overlay, opened)
         self.fusion = fusion or FusionConfig.load()
         self.session: str | None = None  # savings-log session of this object's searches
+        self._worktree: WorktreeOverlay | None = None  # followed by every read (Index.open)
+        self.worktree: OverlayState | None = None  # what the last refresh found
+        self._view: tuple[OverlayState, tuple[object, ...], Index] | None = None  # last one
+        self.committed: Index = self  # for a working-tree view: its commit's (the code graph)
 
     def with_overlay(self, segment: SegmentData | None, masked: Iterable[str] = ()) -> Index:
         """This index with `segment` (kept in memory) added and `masked` paths hidden in the
         stored segments: the rows of the overlay's files replace theirs, exactly as if the
-        generation held them (global statistics, path order, ties)."""
-        return Index(self.snapshot, self.fusion, self._vectors, overlay=(segment, list(masked)))
+        generation held them (global statistics, path order, ties). The segments this index
+        opened, and what they loaded, are shared."""
+        overlay = (segment, list(masked))
+        return Index(self.snapshot, self.fusion, self.vectors, overlay=overlay, opened=self)
 
     # -- opening ---------------------------------------------------------------------------------
     @classmethod
@@ -102,22 +125,72 @@ class Index(GenerationView):
         repo: str | os.PathLike[str] | None = None,
         index_dir: str | os.PathLike[str] | None = None,
         fusion: FusionConfig | None = None,
+        *,
+        worktree: bool = True,
+        watch: bool = True,
     ) -> Index:
+        """The current index of `repo`; with `worktree` (the default) every read overlays the
+        uncommitted files of the working tree holding `repo` (indexer/index/overlay.py).
+        `watch` keeps a watch on the tree so that an unchanged tree costs no `git status` (for
+        a process that searches more than once)."""
         for name, value in (("repo", repo), ("index_dir", index_dir)):
             if value is not None and not isinstance(value, str | os.PathLike):
                 raise IndexerError(f"{name} must be a path, not {type(value).__name__}")
         if index_dir is None:
             index_dir = default_index_dir(_git_dir(repo))
         snapshot = current_generation(Path(index_dir))
+        root = None
+        if worktree:
+            from .source.worktree import worktree_root
+
+            root = worktree_root(repo)  # None in a bare repository: the commit alone
         if _reused is None or fusion is not None:
-            return cls(snapshot, fusion)
-        # A long-lived server (indexer/serve/serve.py): generations are immutable, so each open
-        # of the same one shares what was loaded; an update moves CURRENT and the next follows.
-        index = _reused.get(snapshot.parent.parent)
-        if index is None or index.snapshot != snapshot:
-            index = _reused[snapshot.parent.parent] = cls(snapshot)
+            index = cls(snapshot, fusion)
+        else:
+            # A long-lived server (indexer/serve/serve.py): generations are immutable, so every
+            # open of the same one shares what was loaded; an update moves CURRENT and the next
+            # open follows. One Index per working tree it overlays (linked worktrees, none).
+            key = (snapshot.parent.parent, root)
+            index = _reused.get(key)  # type: ignore[assignment]
+            if index is None or index.snapshot != snapshot:
+                index = _reused[key] = cls(snapshot)
+        if root is not None and index._worktree is None:
+            from .index.overlay import kept_overlay
+
+            index.follow(kept_overlay(root, watch or _reused is not None, _reused is not None))
         return index
 
+    # -- the working tree ------------------------------------------------------------------------
+    def follow(self, worktree: WorktreeOverlay) -> Index:
+        """Answer every read from now on with `worktree`'s uncommitted files overlaid."""
+        self._worktree = worktree  # a view made for another tree is never reused: see key
+        return self
+
+    def now(self) -> Index:
+        """`current()` once, for one command: later reads do not look at the working tree
+        again (an index opened again follows it anew)."""
+        view = self.current()
+        if view is self:
+            self._worktree = None  # nothing uncommitted: this index is the view
+        return view
+
+    def current(self) -> Index:
+        """The index as the working tree is now: this one when nothing is uncommitted (or the
+        index follows no working tree), else a view with the uncommitted files' chunks in
+        place of their committed ones. Reads of an index opened with `worktree` go here."""
+        if self._worktree is None:
+            return self
+        state = self._worktree.refresh(self.commit, self.blob_of)
+        self.worktree = state
+        if not state:
+            return self
+        if self._view is None or (self._view[0] is not state and self._view[1] != state.key):
+            from .index.overlay import overlaid
+
+            self._view = (state, state.key, overlaid(self, state))
+        return self._view[2]
+
+    @_on_current
     @corrupt_as_error
     def show(self, chunk_id: str) -> Chunk:
         """A chunk by id, or by the `path:start-end` location compressed results print
@@ -133,15 +206,18 @@ class Index(GenerationView):
     def related(
         self, key: str, direction: str = "both", depth: int = 1, limit: int = 50
     ) -> list[Related]:
-        """Callers and/or callees of a symbol name, qualname, `path::qualname` or chunk id."""
+        """Callers and/or callees of a symbol name, qualname, `path::qualname` or chunk id, from
+        the indexed commit's code graph (uncommitted edits are not in it)."""
         from .index.graph.related import related
         from .search.related_types import Related
 
         check_types(key=(key, str), direction=(direction, str), depth=(depth, int))
         check_types(limit=(limit, int))
-        return [Related.from_record(e) for e in related(self, key, direction, depth, limit)]
+        found = related(self.committed, key, direction, depth, limit)
+        return [Related.from_record(e) for e in found]
 
     # -- search ----------------------------------------------------------------------------------
+    @_on_current
     @corrupt_as_error
     def search(
         self,
@@ -203,6 +279,7 @@ class Index(GenerationView):
     def _allowed(self, where: SearchFilter) -> np.ndarray:
         return where.allowed_rows(self.files, self._chunk_file, self._columns["kinds"])
 
+    @_on_current
     def verdict(self, query: str, results: Sequence[Any]) -> Verdict:
         """Whether `results` answer `query` credibly, with a one-line message when they do not
         (indexer/search/answers.py): what the CLI's exit status and MCP's first line say."""
@@ -210,6 +287,7 @@ class Index(GenerationView):
 
         return judge(query, results, missing_symbols(self.lexical, query))
 
+    @_on_current
     def lines(self, path: str, start_line: int, end_line: int | None = None) -> list[str]:
         """Exact lines `start_line..end_line` (1-based, inclusive) of an indexed file at the
         indexed commit, read from git (not the working tree)."""
@@ -217,6 +295,7 @@ class Index(GenerationView):
 
         return file_lines(self, path, start_line, end_line)
 
+    @_on_current
     @corrupt_as_error
     def search_budget(
         self,
@@ -284,8 +363,8 @@ class Index(GenerationView):
         from .source.pathclass import directory_flags
 
         names: set[str] = set()
-        for f in self.files:
-            parts = f["path"].split("/")
+        for path in self.space.paths:
+            parts = path.split("/")
             if len(parts) < 2:
                 continue
             top = parts[1] if parts[0] in ("src", "lib") and len(parts) > 2 else parts[0]
@@ -322,9 +401,16 @@ class Index(GenerationView):
             recency=round(s["recency"], 4),
             text=c.text if with_text else None,
             cell=c.cell,
+            source="worktree" if c.path in self._worktree_paths else "commit",
         )
 
+    @cached_property
+    def _worktree_paths(self) -> frozenset[str]:
+        """Paths whose chunks come from the working tree (a view made by `current`)."""
+        return frozenset(f.path for f in self.worktree.files) if self.worktree else frozenset()
+
     # -- status ----------------------------------------------------------------------------------
+    @_on_current
     @corrupt_as_error
     def status(self) -> dict[str, Any]:
         """What is indexed and where, and how fresh it is: the keys of `indexer status --json`."""
@@ -347,6 +433,8 @@ class Index(GenerationView):
             "freshness": index_freshness(
                 self.snapshot.parent.parent, m.get("repo_root"), m["commit"]
             ),
+            # None: the index follows no working tree (--no-worktree, a bare repository)
+            "worktree": self.worktree.summary() if self.worktree is not None else None,
         }
 
     # -- lifetime ----------------------------------------------------------------------------------
@@ -357,7 +445,8 @@ class Index(GenerationView):
         self.close()
 
 
-_reused: dict[Path, Index] | None = None  # index dir -> open Index, set by reuse_open_indexes()
+# (index dir, working tree) -> open Index, set by reuse_open_indexes()
+_reused: dict[tuple[Path, Path | None], Index] | None = None
 
 
 def reuse_open_indexes() -> None:

@@ -38,6 +38,24 @@ def commit_all(root: Path, message: str = "commit", when: int | None = None) -> 
     return str(repo.create_commit("HEAD", sig, sig, message, tree, parents))
 
 
+def git(root: Path, *args: str) -> str:
+    """The real `git` in `root` (what users run beside the index)."""
+    done = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=True)
+    return done.stdout
+
+
+def diverge(root: Path, path: str, old: str, ours: str, theirs: str) -> None:
+    """Branch `other` replaces `old` in `path` by `theirs`, the current branch by `ours`: a
+    `git merge other` then stops with conflict markers in the file."""
+    original = (root / path).read_text(encoding="utf-8")
+    git(root, "checkout", "-q", "-b", "other")
+    (root / path).write_text(original.replace(old, theirs), encoding="utf-8")
+    commit_all(root, "theirs")
+    git(root, "checkout", "-q", "-")
+    (root / path).write_text(original.replace(old, ours), encoding="utf-8")
+    commit_all(root, "ours")
+
+
 MakeRepo = Callable[[dict[str, str | bytes]], Path]
 
 

@@ -78,7 +78,9 @@ def test_build_a_given_revision_and_recency(sample_repo: Path) -> None:
     commit_all(sample_repo, "change retry", when=1_800_000_000)
     report = build_index(sample_repo, rev=first, progress=False)
     assert report.commit == first
-    assert top(Index.open(sample_repo), "retry_with_backoff")[0] == "retry_with_backoff"
+    # That commit exactly (the files on disk, overlaid by default, are HEAD's).
+    committed = Index.open(sample_repo, worktree=False)
+    assert top(committed, "retry_with_backoff")[0] == "retry_with_backoff"
     build_index(sample_repo, progress=False)
     index = Index.open(sample_repo)
     assert top(index, "brand_new_helper")[0] == "brand_new_helper"

@@ -10,6 +10,7 @@ incremental update stays byte-identical to a full build. Cosine = inner product 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -45,10 +46,26 @@ class DenseIndex:
             )
         return cls(index)
 
-    def search(self, query: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-        """(similarities, ids) of the k nearest chunks; ids of -1 are padding."""
-        sims, ids = self.index.search(query.reshape(1, -1).astype(np.float32), k)  # type: ignore[attr-defined]
+    def search(self, query: np.ndarray, k: int, skip: Any = None) -> tuple[np.ndarray, np.ndarray]:
+        """(similarities, ids) of the k nearest chunks; ids of -1 are padding. `skip`: from
+        `skipping`, ids the scan passes over (the k nearest of the others, exactly)."""
+        q = query.reshape(1, -1).astype(np.float32)
+        if skip is None:
+            sims, ids = self.index.search(q, k)  # type: ignore[attr-defined]
+        else:
+            sims, ids = self.index.search(q, k, params=skip[0])  # type: ignore[attr-defined]
         return sims[0], ids[0]
+
+    @staticmethod
+    def skipping(ids: np.ndarray) -> Any:
+        """Search parameters that skip `ids` (deleted or masked rows) during the scan."""
+        import faiss
+
+        batch = faiss.IDSelectorBatch(np.ascontiguousarray(ids, dtype=np.int64))
+        selector = faiss.IDSelectorNot(batch)
+        params = faiss.SearchParameters()
+        params.sel = selector
+        return params, selector, batch  # FAISS keeps no references: these keep them alive
 
     def reconstruct(self, ids: np.ndarray) -> np.ndarray:
         keys = np.ascontiguousarray(ids, dtype=np.int64)
@@ -64,6 +81,14 @@ class DenseIndex:
         if not len(ids):
             return ids, np.zeros((0, inner.d), dtype=np.float16)
         return ids, np.asarray(inner.sa_decode(codes), dtype=np.float16)
+
+    def code_ranges(self) -> np.ndarray:
+        """The per-dimension ranges the codes were made with (`build`'s `ranges`)."""
+        import faiss
+
+        inner = faiss.downcast_index(self.index.index)  # type: ignore[attr-defined]
+        trained = faiss.vector_to_array(inner.sq.trained)  # type: ignore[attr-defined]
+        return np.asarray(-trained[: len(trained) // 2], dtype=np.float32)  # vmin = -ranges
 
     @property
     def ntotal(self) -> int:

@@ -51,6 +51,7 @@ class LexicalView:
         self.idf = _IdfTable()
         self._ids: dict[str, int | None] = {}
         self._spans: dict[str, list[tuple[int, int, int]]] = {}
+        self._df: dict[str, int] = {}
 
     @cached_property
     def doc_lengths(self) -> np.ndarray:
@@ -75,6 +76,11 @@ class LexicalView:
         return found
 
     def df(self, term: str) -> int:
+        """Live rows with `term` (counted once per view: a masked segment's postings are scanned
+        for the dead rows on the first query that has the term)."""
+        known = self._df.get(term)
+        if known is not None:
+            return known
         total = 0
         for i, lo, hi in self.spans(term):
             to_global = self.space.local_to_global(i)
@@ -83,6 +89,7 @@ class LexicalView:
             else:
                 docs = self.space.segments[i].postings[1][lo:hi]
                 total += int((to_global[docs] >= 0).sum())
+        self._df[term] = total
         return total
 
     def term_id(self, term: str) -> int | None:

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import CorruptIndexError
+from .dense import DenseIndex
 from .graph.model import FileGraph
 from .segment import REBUILD, Segment, SegmentData
 from .store import read_generation, segment_dir
@@ -176,13 +177,26 @@ class DenseView:
             out.append((fids[order], order))
         return out
 
+    @cached_property
+    def _skips(self) -> list[Any]:
+        """Per segment, FAISS parameters that skip its dead rows (None where all are live): a
+        scan then returns the k nearest live rows, however many rows are masked."""
+        out: list[Any] = []
+        for i, segment in enumerate(self.space.segments):
+            to_global = self.space.local_to_global(i)
+            if to_global is None or self.space.dead_rows[i] == 0:
+                out.append(None)
+                continue
+            out.append(DenseIndex.skipping(np.asarray(segment.fids)[to_global < 0]))
+        return out
+
     def search(self, query: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         all_sims, all_rows = [], []
         for i, segment in enumerate(self.space.segments):
-            want = min(k + self.space.dead_rows[i], segment.n_rows)
+            want = min(k, segment.n_rows - self.space.dead_rows[i])
             if want <= 0:
                 continue
-            sims, ids = segment.dense.search(query, want)
+            sims, ids = segment.dense.search(query, want, self._skips[i])
             valid = ids >= 0
             sims, ids = sims[valid], ids[valid]
             sorted_fids, order = self._local_lookup[i]

@@ -22,7 +22,7 @@ from ..source.chunks import Chunk
 from .integrity import REBUILD, check_chunk, corrupt_as_error, meta_sum
 from .lexical_view import LexicalView
 from .reader import DenseView, RowSpace, open_generation, open_space
-from .segment import SegmentData
+from .segment import Segment, SegmentData
 from .vectors import StaticVectors
 
 if TYPE_CHECKING:
@@ -34,10 +34,22 @@ Overlay = tuple[SegmentData | None, Iterable[str]]
 
 class GenerationView:
     def __init__(
-        self, snapshot: Path, vectors: StaticVectors | None = None, overlay: Overlay | None = None
+        self,
+        snapshot: Path,
+        vectors: StaticVectors | None = None,
+        overlay: Overlay | None = None,
+        opened: GenerationView | None = None,
     ) -> None:
         self.snapshot = snapshot  # the generation manifest: <index dir>/generations/<name>.json
-        self.manifest, self._parts = corrupt_as_error(open_generation)(snapshot)
+        # `opened`: a view of the same generation whose open segments (and what they have
+        # read) are shared, as a working-tree view shares its commit's.
+        generation = (
+            (opened.manifest, opened._parts)
+            if opened is not None
+            else corrupt_as_error(open_generation)(snapshot)
+        )
+        self.manifest: dict[str, Any] = generation[0]
+        self._parts: list[tuple[Segment, list[str]]] = generation[1]
         self._vectors = vectors
         self._overlay = overlay
 

@@ -1,6 +1,7 @@
-"""Exact lines of an indexed file at the indexed commit (CLI `show PATH:START-END`, MCP
-`retrieve`): read from git, never from the working tree, only for indexed files, with secret
-values redacted as in the index (indexer/source/secrets.py)."""
+"""Exact lines of an indexed file (CLI `show PATH:START-END`, MCP `retrieve`): read from git at
+the indexed commit, or from disk for a file the working-tree overlay serves
+(indexer/index/overlay.py); only for indexed files, with secret values redacted as in the index
+(indexer/source/secrets.py)."""
 
 from __future__ import annotations
 
@@ -39,12 +40,7 @@ def file_lines(
         raise IndexerError(
             f"at most {limit} lines per request; use `search` or `show` for the part you need"
         )
-    import pygit2
-
-    from ..source.secrets import redact
-
-    repo: Any = pygit2.Repository(index.manifest["repo_root"])
-    data, _ = redact(bytes(repo[record["blob"]].data))  # what the index holds: no secrets
+    data = file_data(index, record)
     if cell:
         from ..source.notebook import cell_source
 
@@ -56,3 +52,22 @@ def file_lines(
     if start_line > len(lines):
         raise IndexerError(f"{clean} has only {len(lines)} lines")
     return lines[start_line - 1 : min(end, len(lines))]
+
+
+def file_data(index: Any, record: dict[str, Any]) -> bytes:
+    """An indexed file's bytes as the index holds them (secret values redacted): on disk for an
+    uncommitted file of the working tree, else the blob of the indexed commit."""
+    from ..source.secrets import redact
+
+    path = record["path"]
+    if path in index._worktree_paths:
+        try:
+            raw = (index.worktree.root / path).read_bytes()
+        except OSError as exc:
+            raise IndexerError(f"{path} changed on disk: it cannot be read ({exc})") from None
+    else:
+        import pygit2
+
+        repo: Any = pygit2.Repository(index.manifest["repo_root"])
+        raw = bytes(repo[record["blob"]].data)
+    return redact(raw)[0]

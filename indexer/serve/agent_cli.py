@@ -18,7 +18,8 @@ def cmd_related(args: argparse.Namespace) -> int:
     from ..source.notebook import location
 
     direction = "callers" if args.callers else "callees" if args.callees else "both"
-    index = Index.open(args.repo, index_dir=args.index_dir)
+    # The code graph is the indexed commit's (Index.related): no working tree to look at.
+    index = Index.open(args.repo, index_dir=args.index_dir, worktree=False)
     related = index.related(args.target, direction=direction, depth=args.depth, limit=args.limit)
     found = [entry.to_dict() for entry in related]
     if args.json:

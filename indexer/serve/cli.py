@@ -7,6 +7,7 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from .. import __version__
 from ..errors import IndexerError
@@ -58,7 +59,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 
     index_dir = _index_dir(args)
     try:
-        index = Index.open(args.repo, index_dir=index_dir)
+        index = Index.open(args.repo, index_dir=index_dir, watch=False)
     except NoIndexError as exc:
         failure = last_failure(index_dir)
         if failure:
@@ -90,11 +91,29 @@ def cmd_status(args: argparse.Namespace) -> int:
         print(f"WARNING    {clean(warning)}")
     langs = ", ".join(f"{k} {v}" for k, v in status["languages"].items())
     print(f"languages  {langs}")
+    print(f"worktree   {clean(worktree_line(status['worktree']))}")
     print(
         f"artifacts  {clean(status['snapshot'])} ({status['artifact_bytes'] / 1e6:.1f} MB in "
         f"{status['segments']} segments)"
     )
     return 0
+
+
+def worktree_line(worktree: dict[str, Any] | None) -> str:
+    """`3 uncommitted files overlaid (2 modified, 1 added)`, or why there is no overlay."""
+    if worktree is None:
+        return "not overlaid (no working tree)"
+    if worktree["unrelated"]:
+        return f"not overlaid ({worktree['root']} is another repository's working tree)"
+    n = worktree["overlaid"]
+    states = ", ".join(f"{v} {k}" for k, v in worktree["states"].items())
+    line = f"{n} uncommitted file{'s' if n != 1 else ''} overlaid" + (f" ({states})" if n else "")
+    skipped = ", ".join(f"{k} {v}" for k, v in worktree["skipped"].items())
+    if skipped:
+        line += f"; skipped {skipped}"
+    if worktree["merging"]:
+        line += "; merge in progress (conflict markers are searched as they are)"
+    return line
 
 
 def cmd_update(args: argparse.Namespace) -> int:

@@ -45,10 +45,15 @@ class Service:
         except IndexerError as exc:
             self.error = exc
         self._index: Any = None
+        from ..source.worktree import worktree_root
+
+        # The working tree the agent edits: every answer overlays its uncommitted files.
+        self.worktree = worktree_root(repo) if self.error is None else None
 
     @property
     def index(self) -> Any:
-        """The current snapshot, reopened when a build published a newer one."""
+        """The current snapshot (reopened when a build published a newer one) with the
+        working tree's uncommitted files overlaid as they are now."""
         from ..api import Index
         from ..index.store import current_snapshot
 
@@ -57,7 +62,11 @@ class Service:
         snapshot = current_snapshot(self.index_dir)
         if self._index is None or self._index.snapshot != snapshot:
             self._index = Index(snapshot)
-        return self._index
+            if self.worktree is not None:
+                from ..index.overlay import kept_overlay
+
+                self._index.follow(kept_overlay(self.worktree, watch=True, keep=True))
+        return self._index.current()
 
     def search(
         self,
@@ -120,7 +129,7 @@ class Service:
             total = len(file_lines(index, path, 1, None, limit=10**9))
             where = f"{clean_path(file_path)}#cell={cell}"
         else:
-            total, where = _line_count(index, record["blob"]), clean_path(path)
+            total, where = _line_count(index, record), clean_path(path)
         end = start_line + len(lines) - 1
         return f"## {where}:{start_line}-{end} (of {total} lines)\n" + "\n".join(lines)
 
@@ -140,14 +149,10 @@ def _first_line(message: str, text: str) -> str:
     return f"{message}\n{text}" if message else text
 
 
-def _line_count(index: Any, blob: str) -> int:
-    import pygit2
+def _line_count(index: Any, record: dict[str, Any]) -> int:
+    from ..search.excerpt import file_data
 
-    from ..source.secrets import redact
-
-    repo: Any = pygit2.Repository(index.manifest["repo_root"])
-    data, _ = redact(bytes(repo[blob].data))
-    return len(data.decode("utf-8", "replace").splitlines())
+    return len(file_data(index, record).decode("utf-8", "replace").splitlines())
 
 
 def create_server(repo: str | None = None, index_dir: str | None = None) -> Any:

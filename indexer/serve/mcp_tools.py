@@ -121,18 +121,20 @@ def build_tools(service: Any) -> list[Any]:
             "headers; with compress (default) each shows its signature, docstring and the "
             "lines that matter, with `...Lx-y` where lines x-y were elided (fetch them with "
             "`show` or `retrieve`). When nothing matches well the first line starts with "
-            "`low confidence:` and only references follow: stop searching for that concept."
+            "`low confidence:` and only references follow: stop searching for that concept. "
+            "Uncommitted edits are searched as they are on disk."
         ),
         show: "The full text of one chunk (function, class, module block) by the "
         "`path:start-end` location `search` prints or a chunk id from `related`.",
-        retrieve: "Exact lines of a file at the indexed commit, by repository-relative path "
+        retrieve: "Exact lines of a file as search sees it (on disk when it has uncommitted "
+        "edits, else at the indexed commit), by repository-relative path "
         f"(at most {MAX_RETRIEVE_LINES} lines per call). Use after `search` to see the lines "
         "around a result.",
         related: "Callers and/or callees of a function, method or class from the code graph "
         "(imports, self/this calls and inheritance resolved). Unresolved calls are listed by "
         "name.",
         status: "What is indexed: commit, build time, file and chunk counts, languages, and "
-        "whether the index is behind HEAD.",
+        "whether the index is behind HEAD, and how many uncommitted files are overlaid.",
     }
     tools = []
     for fn, description in descriptions.items():

@@ -33,12 +33,48 @@ def _filters(args: argparse.Namespace) -> dict[str, Any]:
     return {"paths": args.path, "languages": args.lang, "kinds": args.kind}
 
 
-def cmd_search(args: argparse.Namespace) -> int:
+def open_index(args: argparse.Namespace) -> Any:
+    """The index a read command answers from: the working tree as it is now (uncommitted files
+    overlaid), or exactly the indexed commit with `--no-worktree` or `--rev REV`."""
+    rev = getattr(args, "rev", None)
+    worktree = rev is None and not getattr(args, "no_worktree", False)
+    if worktree:
+        from ..source.worktree import prefetch_status, worktree_root
+
+        root = worktree_root(args.repo)
+        if root is not None:
+            prefetch_status(root)  # runs while numpy, FAISS and the index load
     from ..api import Index
+
+    index = Index.open(args.repo, index_dir=args.index_dir, worktree=worktree, watch=False)
+    if rev is not None:
+        from ..source.worktree import resolve_rev
+
+        commit = resolve_rev(args.repo, rev)
+        if commit != index.commit:
+            raise IndexerError(
+                f"the index holds commit {index.commit[:12]}, not {rev} ({commit[:12]}); "
+                f"run `indexer update --rev {rev}` to index it"
+            )
+    return index.now()
+
+
+def add_worktree_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--no-worktree",
+        action="store_true",
+        help="the indexed commit only: ignore uncommitted files (default: overlay them)",
+    )
+    p.add_argument(
+        "--rev", default=None, metavar="REV", help="the commit REV exactly (the indexed one)"
+    )
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    query = read_query(args.query)
+    index = open_index(args)
     from ..search.answers import confidence_label
 
-    query = read_query(args.query)
-    index = Index.open(args.repo, index_dir=args.index_dir)
     packed = None
     if args.budget is not None:
         packed = index.search_budget(query, args.budget, k=args.k, **_filters(args))
@@ -90,10 +126,9 @@ def cmd_search(args: argparse.Namespace) -> int:
 
 def cmd_show(args: argparse.Namespace) -> int:
     """A chunk by id, or exactly the lines PATH:START-END (PATH:LINE: that line)."""
-    from ..api import Index
     from ..search.compress import parse_location
 
-    index = Index.open(args.repo, index_dir=args.index_dir)
+    index = open_index(args)
     # Exact lines of a file; a notebook cell's location names its chunk (source/notebook.py).
     location = parse_location(args.id) if ":" in args.id and "#cell=" not in args.id else None
     if location is not None:
@@ -157,10 +192,12 @@ def add_commands(sub: Any, common: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--jsonl", action="store_true", help="one JSON object per result per line")
     p.add_argument("--no-log", action="store_true", help="do not append to the savings log")
+    add_worktree_options(p)
     p.set_defaults(func=cmd_search)
 
     p = sub.add_parser(
         "show", parents=[common], help="a chunk by id, or exactly the lines PATH:START-END"
     )
     p.add_argument("id", help="chunk id, or path:start-end as compressed results print it")
+    add_worktree_options(p)
     p.set_defaults(func=cmd_show)
