@@ -137,6 +137,14 @@ LONG_SIGNATURE = (
     + "".join(f"    total_{i} = option_{i} * 2\n" for i in range(150))
     + "    return 0\n"
 )
+# A doctest's `...` line deep in a long method lands inside a split piece (sympy's Polyhedron).
+DOCTEST_ELLIPSIS = (
+    'class Shape:\n    def build(self, corners):\n        """Build it.\n\n'
+    + "".join(f"        step {i} of the construction\n" for i in range(150))
+    + "        >>> Shape().build([1, 2])  # doctest: +ELLIPSIS\n"
+    + "        ...\n"
+    + '        """\n        return corners\n'
+)
 JS_COMMENTED = (
     "function merge(/* obj1, obj2, ... */) {\n  return Object.assign({}, ...arguments);\n}\n"
 )
@@ -145,7 +153,14 @@ JS_COMMENTED = (
 def test_verify_accepts_every_chunk_shape(make_repo: MakeRepo) -> None:
     """Split definitions whose repeated header reaches into a window, class summaries, comments
     inside signatures: real shapes that a too-strict check would call forged."""
-    root = make_repo({**SAMPLE_FILES, "cli/main.py": LONG_SIGNATURE, "lib/merge.js": JS_COMMENTED})
+    root = make_repo(
+        {
+            **SAMPLE_FILES,
+            "cli/main.py": LONG_SIGNATURE,
+            "lib/merge.js": JS_COMMENTED,
+            "geometry/shape.py": DOCTEST_ELLIPSIS,
+        }
+    )
     assert run_cli("build", cwd=root).returncode == 0
     proc = run_cli("verify", "--json", cwd=root)
     assert proc.returncode == 0, proc.stderr
@@ -154,6 +169,8 @@ def test_verify_accepts_every_chunk_shape(make_repo: MakeRepo) -> None:
     repeated = [c for c in chunks if c.qualname == "configure" and c.start_line > 1]
     assert repeated and all(c.text.startswith("@decorator\ndef configure(") for c in repeated)
     assert any(c.kind == "class" and "    ..." in c.text for c in chunks)  # a class summary
+    pieces = [c for c in chunks if c.qualname == "Shape.build" and c.start_line > 2]
+    assert any("\n        ...\n" in c.text.partition("\n    ...\n")[2] for c in pieces)
 
 
 def test_verify_finds_same_size_changes_and_forged_checksums(sample_repo: Path) -> None:

@@ -203,6 +203,17 @@ def _is_marker(line: str) -> bool:
     return line.strip() == "..."
 
 
+def _runs(lines: list[str]) -> list[list[str]]:
+    """Lines split at `...` markers, empty runs dropped."""
+    runs: list[list[str]] = [[]]
+    for line in lines:
+        if _is_marker(line):
+            runs.append([])
+        else:
+            runs[-1].append(line)
+    return [r for r in runs if r]
+
+
 class _FileText:
     """One blob's redacted text, as the chunker saw it."""
 
@@ -275,20 +286,19 @@ class _FileText:
         """Runs of the file's lines, in order, separated by `...` markers: a class summary
         starts at `start`; a split definition is a header run then exactly lines start..end.
         Returns the first line of the definition, or None when the text is not derivable."""
-        runs: list[list[str]] = [[]]
-        for line in text.split("\n"):
-            if _is_marker(line):
-                runs.append([])
-            else:
-                runs[-1].append(line)
-        runs = [r for r in runs if r]
-        if not runs:
-            return None
         if not summary:
-            if runs[-1] != self.lines[start : end + 1]:
+            # The body is matched whole: it may hold `...` lines of its own (a doctest's).
+            body = "\n".join(self.lines[start : end + 1])
+            if not text.endswith("\n" + body):
+                return None
+            header = text[: -len(body) - 1].split("\n")
+            if not _is_marker(header[-1]):
                 return None
             # The repeated header may reach into a window of a long first statement.
-            return self._in_order(runs[:-1], 0, end + 1)
+            return self._in_order(_runs(header[:-1]), 0, end + 1)
+        runs = _runs(text.split("\n"))
+        if not runs:
+            return None
         head = runs[0]
         if self.lines[start : start + len(head)] != head:
             return None
