@@ -30,6 +30,14 @@ from indexer.api import Index  # noqa: E402
 from indexer.eval.evaluate import commit_tree, evaluate, format_table, load_dataset  # noqa: E402
 from indexer.index.store import current_snapshot  # noqa: E402
 
+# Commits made by the benchmarks (identity fixed so no git config is needed).
+GIT_ENV = {
+    **os.environ,
+    "GIT_AUTHOR_NAME": "bench",
+    "GIT_AUTHOR_EMAIL": "b@example.com",
+    "GIT_COMMITTER_NAME": "bench",
+    "GIT_COMMITTER_EMAIL": "b@example.com",
+}
 SDISTS = {"sympy": "sympy==1.5", "requests": "requests==2.32.3", "astropy": "astropy==5.2"}
 QUERIES = [
     "solve a system of linear equations",

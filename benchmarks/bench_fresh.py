@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import statistics
 import subprocess
@@ -27,19 +26,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench_core import sdist_tree  # noqa: E402
+from bench_core import GIT_ENV, sdist_tree  # noqa: E402
 
 from indexer.api import Index  # noqa: E402
 from indexer.index.build import build_index, update_index  # noqa: E402
 from indexer.index.store import current_snapshot  # noqa: E402
 
-GIT_ENV = {
-    **os.environ,
-    "GIT_AUTHOR_NAME": "bench",
-    "GIT_AUTHOR_EMAIL": "b@example.com",
-    "GIT_COMMITTER_NAME": "bench",
-    "GIT_COMMITTER_EMAIL": "b@example.com",
-}
 QUERIES = [
     "solve linear equations",
     "Matrix determinant",

@@ -13,7 +13,6 @@ so they do not slow the next measurement.
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import statistics
 import subprocess
@@ -22,13 +21,11 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench_core import GIT_ENV
+
 ROOT = Path(__file__).resolve().parents[1]
 ENV = {
-    **os.environ,
-    "GIT_AUTHOR_NAME": "B",
-    "GIT_AUTHOR_EMAIL": "b@example.com",
-    "GIT_COMMITTER_NAME": "B",
-    "GIT_COMMITTER_EMAIL": "b@example.com",
+    **GIT_ENV,
     "INDEXER_SAVINGS": "0",
 }
 NOOP_CONFIG = """repos:

@@ -23,14 +23,9 @@ import sys
 import time
 from pathlib import Path
 
+from bench_core import GIT_ENV
+
 ROOT = Path(__file__).resolve().parents[1]
-GIT_ENV = {
-    **os.environ,
-    "GIT_AUTHOR_NAME": "bench",
-    "GIT_AUTHOR_EMAIL": "b@example.com",
-    "GIT_COMMITTER_NAME": "bench",
-    "GIT_COMMITTER_EMAIL": "b@example.com",
-}
 QUERIES = ["solve linear equations", "Matrix determinant", "latex printer", "Symbol", "Rational"]
 
 
