@@ -120,7 +120,9 @@ def _repository(path: str) -> Any:
 
 
 @cache
-def _table(directory: str) -> StaticVectors:
+def static_table(directory: str) -> StaticVectors:
+    """The static vector table of `directory`, loaded once per process (a worker, or an
+    update that embeds in-process)."""
     return StaticVectors.load(Path(directory))
 
 
@@ -128,7 +130,7 @@ def index_batch(context: BuildContext, items: list[tuple[str, str, str]]) -> lis
     """Worker: (path, blob, language) of some files -> their results, in the same order.
     Any failure skips the file, never the build."""
     repo = _repository(context.repo_path)
-    table = _table(context.table_dir)
+    table = static_table(context.table_dir)
     results = []
     for path, blob, language in items:
         try:

@@ -19,7 +19,6 @@ import hashlib
 import itertools
 import json
 import mmap
-import os
 import zlib
 from collections import OrderedDict
 from collections.abc import Mapping
@@ -35,6 +34,7 @@ from . import integrity
 from .dense import DenseIndex
 from .graph.facts import FACTS_FILE_NAMES, FactsMapping, read_facts, write_facts
 from .graph.model import FileGraph
+from .store import fsync_files
 
 SEGMENT_FORMAT = 3
 SEGMENT_MANIFEST = "segment.json"
@@ -134,10 +134,10 @@ class SegmentData:
         np.save(directory / "bm25_scores.npy", np.asarray(self.scores, dtype=np.float32))
         self.dense.save(directory)
         write_facts(directory, [FileGraph.from_dict(p, d) for p, d in self.graph_facts.items()])
+        items = sorted(directory.iterdir())
+        fsync_files(items)
         files: dict[str, Any] = {}
-        for item in sorted(directory.iterdir()):
-            with item.open("rb") as fh:
-                os.fsync(fh.fileno())
+        for item in items:
             files[item.name] = {"bytes": item.stat().st_size, "sha256": sha256_file(item)}
         manifest = {
             "format": SEGMENT_FORMAT,

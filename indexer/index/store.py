@@ -19,9 +19,8 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -56,7 +55,30 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
+def fsync_files(paths: Sequence[Path]) -> None:
+    """fsync every file, concurrently: the filesystem then commits them in one or two journal
+    flushes instead of one each (a segment's ~36 files: ~10 ms instead of ~120 ms)."""
+
+    def sync(path: Path) -> None:
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    if len(paths) <= 1:
+        for path in paths:
+            sync(path)
+        return
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(min(16, len(paths))) as pool:
+        list(pool.map(sync, paths))  # list(): re-raises the first error
+
+
 def write_text_atomic(path: Path, text: str) -> None:
+    import tempfile  # writers only: a search never imports it
+
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f"{TMP_PREFIX}{os.getpid()}-")
     try:
@@ -83,10 +105,14 @@ class SegmentWriter:
         directory = index_dir / SEGMENTS
         directory.mkdir(parents=True, exist_ok=True)
         remove_stale_temporaries(directory)
+        import tempfile
+
         # The pid in the name tells a later run whether the writer is still alive.
         self.path = Path(tempfile.mkdtemp(dir=directory, prefix=f"{TMP_PREFIX}{os.getpid()}-"))
 
     def abort(self) -> None:
+        import shutil
+
         shutil.rmtree(self.path, ignore_errors=True)
 
     def finish(self, name: str) -> Path:
@@ -131,6 +157,8 @@ def generation_paths(index_dir: Path) -> list[Path]:
 
 def collect_garbage(index_dir: Path) -> None:
     """Keep the current and the newest generations and the segments they use."""
+    import shutil
+
     try:
         current: Path | None = current_generation(index_dir)
     except (NoIndexError, CorruptIndexError):
@@ -172,6 +200,8 @@ def stale_temporary(path: Path) -> bool:
 
 def remove_stale_temporaries(directory: Path) -> int:
     """Remove what killed builds and updates left in `directory`; never a live writer's."""
+    import shutil
+
     removed = 0
     if not directory.is_dir():
         return 0

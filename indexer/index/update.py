@@ -33,7 +33,7 @@ from .blobcache import CachedFile
 from .build import BuildReport, Progress
 from .cluster import run_batches
 from .graph.write import extract_facts
-from .pipeline import BuildContext, FileResult, record_documents
+from .pipeline import BuildContext, FileResult, record_documents, static_table
 from .reader import open_generation
 from .segment import Segment
 from .store import (
@@ -46,7 +46,7 @@ from .store import (
     publish_generation,
     read_generation,
 )
-from .vectors import StaticVectors, default_table_dir
+from .vectors import default_table_dir
 from .writer import BuiltFile, CopiedFile, FreshFile, assemble, stored_ranges
 
 
@@ -103,7 +103,7 @@ def build(
     commit = resolve_commit(repository, rev)
     target = Path(index_dir) if index_dir else default_index_dir(repository.path)
     table_dir = Path(vectors_dir) if vectors_dir else default_table_dir()
-    table = StaticVectors.load(table_dir)
+    table = static_table(str(table_dir))  # the in-process indexing below shares it
     if incremental:
         reused = _switch_to_indexed(target, str(commit.id), table.card, started)
         if reused is not None:

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import stat
 import subprocess
 from dataclasses import dataclass, field
@@ -26,7 +25,6 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import IndexerError
-from .gitsource import MAX_FILE_BYTES, MAX_NOTEBOOK_BYTES, path_skip_reason
 from .ignorefile import IGNORE_FILE, IgnoreRules
 
 GIT_TIMEOUT_S = 60
@@ -62,6 +60,11 @@ class WorktreeScan:
         return found | {p for paths in self.skipped.values() for p in paths}
 
 
+def git_found() -> bool:
+    """A `git` executable on PATH (shutil.which, without importing shutil)."""
+    return any(os.access(os.path.join(d, "git"), os.X_OK) for d in os.get_exec_path())
+
+
 def worktree_root(start: str | os.PathLike[str] | None) -> Path | None:
     """The working tree holding `start` (default: the current directory), found as
     indexer/gitdir.py finds the git directory: None inside a bare repository or a git dir."""
@@ -76,7 +79,7 @@ def worktree_root(start: str | os.PathLike[str] | None) -> Path | None:
 
 def scan_worktree(root: Path, indexed_commit: str | None) -> WorktreeScan:
     """The candidate paths of the working tree at `root` against `indexed_commit`."""
-    if shutil.which("git") is None:
+    if not git_found():
         head, flags = _pygit2_status(root)
     else:
         head, flags = _git_status(root)
@@ -86,7 +89,7 @@ def scan_worktree(root: Path, indexed_commit: str | None) -> WorktreeScan:
             return WorktreeScan(root, head, unrelated=True)
         for path in between:
             flags.setdefault(path, "modified")
-    rules = _ignore_rules(root)
+    rules = _ignore_rules(root) if flags else IgnoreRules(None)
     scan = WorktreeScan(root, head, merging="conflicted" in flags.values())
     for path in sorted(flags):
         state = flags[path]
@@ -127,6 +130,8 @@ def watch_paths(root: Path) -> list[str]:
 
 def size_skip_reason(path: str, size: int) -> str | None:
     """A file too large to index, decided from its size before reading it (as builds do)."""
+    from .pathrules import MAX_FILE_BYTES, MAX_NOTEBOOK_BYTES
+
     limit = MAX_NOTEBOOK_BYTES if path.lower().endswith(".ipynb") else MAX_FILE_BYTES
     return "too_large" if size > limit else None
 
@@ -142,6 +147,8 @@ def _skip_reason(path: str, info: os.stat_result, rules: IgnoreRules) -> str | N
     for depth in range(1, len(parts)):
         if rules.decision("/".join(parts[:depth]) + "/") is True:
             return "ignored"  # a build never walks into an ignored directory
+    from .pathrules import path_skip_reason  # the rules' tables load only for a dirty tree
+
     return path_skip_reason(path, _BLOB_MODE, rules) or size_skip_reason(path, info.st_size)
 
 
@@ -160,7 +167,7 @@ _PREFETCHED: dict[Path, subprocess.Popen[bytes]] = {}
 def prefetch_status(root: Path) -> None:
     """Start `git status` for `root` now: a command that searches once runs it while it
     imports numpy and opens the index (the next `scan_worktree` of `root` collects it)."""
-    if root not in _PREFETCHED and shutil.which("git") is not None:
+    if root not in _PREFETCHED and git_found():
         with contextlib.suppress(OSError):  # scan_worktree runs it again and says why
             _PREFETCHED[root] = _start(_STATUS, root)
 
