@@ -12,10 +12,11 @@ every other segment (the working-tree overlay of issue 13, see docs/freshness.md
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import bisect
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 
@@ -42,6 +43,14 @@ class RowSpace:
                 np.arange(segment.n_files) if keep is None else np.asarray(keep, dtype=np.int64)
             )
         self.identity = len(parts) == 1 and len(live_files[0]) == self.segments[0].n_files
+        if self.identity:  # one segment, nothing deleted: its own order, nothing to compute
+            only = self.segments[0]
+            self.paths: Sequence[str] = only.paths
+            self.file_seg = np.zeros(only.n_files, dtype=np.int64)
+            self.file_local = np.arange(only.n_files, dtype=np.int64)
+            self.n_rows, self.n_files = only.n_rows, only.n_files
+            self.file_starts = np.asarray(only.file_rows, dtype=np.int64)
+            return
         # Global files in path order: (segment, local file) of each.
         empty = [np.zeros(0, dtype=np.int64)]
         seg_of = np.concatenate(
@@ -51,12 +60,11 @@ class RowSpace:
         paths = [
             self.segments[s].paths[f] for s, f in zip(seg_of.tolist(), local.tolist(), strict=True)
         ]
-        if not self.identity:
-            order = np.asarray(sorted(range(len(paths)), key=paths.__getitem__), dtype=np.int64)
-            seg_of, local = seg_of[order], local[order]
-            paths = [paths[i] for i in order.tolist()]
-            if any(paths[i] == paths[i + 1] for i in range(len(paths) - 1)):
-                raise CorruptIndexError(f"two live segments serve the same file; {REBUILD}")
+        order = np.asarray(sorted(range(len(paths)), key=paths.__getitem__), dtype=np.int64)
+        seg_of, local = seg_of[order], local[order]
+        paths = [paths[i] for i in order.tolist()]
+        if any(paths[i] == paths[i + 1] for i in range(len(paths) - 1)):
+            raise CorruptIndexError(f"two live segments serve the same file; {REBUILD}")
         self.paths = paths
         self.file_seg, self.file_local = seg_of, local
         starts = np.zeros(len(paths), dtype=np.int64)
@@ -70,13 +78,33 @@ class RowSpace:
         self.n_files = len(paths)
         self.file_starts = np.zeros(len(paths) + 1, dtype=np.int64)
         np.cumsum(lengths, out=self.file_starts[1:])
-        # global row -> cat row, and back (-1: not live)
-        self.global_to_cat = np.repeat(starts - self.file_starts[:-1], lengths) + np.arange(
+        self._starts = starts
+
+    @cached_property
+    def global_to_cat(self) -> np.ndarray:
+        """Global row -> row of the segments laid end to end."""
+        if self.identity:
+            return np.arange(self.n_rows, dtype=np.int64)
+        lengths = np.diff(self.file_starts)
+        return np.repeat(self._starts - self.file_starts[:-1], lengths) + np.arange(
             self.n_rows, dtype=np.int64
         )
-        self.cat_to_global = np.full(int(self.seg_offsets[-1]), -1, dtype=np.int64)
-        self.cat_to_global[self.global_to_cat] = np.arange(self.n_rows, dtype=np.int64)
-        self.chunk_file = np.repeat(np.arange(len(paths), dtype=np.int32), lengths)
+
+    @cached_property
+    def cat_to_global(self) -> np.ndarray:
+        """Row of the segments laid end to end -> global row (-1: not live)."""
+        if self.identity:
+            return np.arange(self.n_rows, dtype=np.int64)
+        out = np.full(int(self.seg_offsets[-1]), -1, dtype=np.int64)
+        out[self.global_to_cat] = np.arange(self.n_rows, dtype=np.int64)
+        return out
+
+    @cached_property
+    def chunk_file(self) -> np.ndarray:
+        if self.identity:
+            return np.asarray(self.segments[0].chunk_file, dtype=np.int32)
+        lengths = np.diff(self.file_starts)
+        return np.repeat(np.arange(self.n_files, dtype=np.int32), lengths)
 
     # -- columns in global row order -------------------------------------------------------------
     def gather(self, column: str) -> np.ndarray:
@@ -86,11 +114,13 @@ class RowSpace:
         if not self.segments:
             return np.zeros(0, dtype=np.int64)
         whole = np.concatenate([np.asarray(getattr(s, column)) for s in self.segments])
-        return whole[self.global_to_cat]
+        out: np.ndarray = whole[self.global_to_cat]
+        return out
 
-    def gather_list(self, column: str) -> list[str]:
-        if self.identity:
-            return list(getattr(self.segments[0], column))
+    def gather_list(self, column: str) -> Sequence[str]:
+        if self.identity:  # the segment's own column: values decoded when read
+            column_of: Sequence[str] = getattr(self.segments[0], column)
+            return column_of
         whole: list[str] = []
         for s in self.segments:
             whole.extend(getattr(s, column))
@@ -103,27 +133,45 @@ class RowSpace:
         return self.cat_to_global[self.seg_offsets[i] : self.seg_offsets[i + 1]]
 
     def locate(self, row: int) -> tuple[Segment, int]:
+        if self.identity:
+            return self.segments[0], row
         cat = int(self.global_to_cat[row])
         i = int(np.searchsorted(self.seg_offsets, cat, side="right")) - 1
         return self.segments[i], cat - int(self.seg_offsets[i])
 
     @cached_property
-    def files(self) -> list[dict[str, Any]]:
-        """Per-file records in path order: path, blob, time, language (+ redacted, fallback)."""
-        out = []
-        for path, s, f in zip(
-            self.paths, self.file_seg.tolist(), self.file_local.tolist(), strict=True
-        ):
-            segment = self.segments[s]
-            record: dict[str, Any] = {
-                "path": path,
-                "blob": segment.blobs[f],
-                "time": int(segment.times[f]),
-                "language": segment.languages[f],
-            }
-            record.update(segment.extras.get(path, {}))
-            out.append(record)
-        return out
+    def files(self) -> FileRecords:
+        """Per-file records in path order: path, blob, time, language (+ redacted, fallback),
+        each made when asked (a search reads those of its candidates' files only)."""
+        return FileRecords(self)
+
+    @cached_property
+    def file_times(self) -> np.ndarray:
+        """int64 last-change time of every file, in path order."""
+        if self.identity:
+            return np.asarray(self.segments[0].times, dtype=np.int64)
+        firsts = np.zeros(len(self.segments) + 1, dtype=np.int64)
+        np.cumsum([s.n_files for s in self.segments], out=firsts[1:])
+        every = np.concatenate([np.asarray(s.times, dtype=np.int64) for s in self.segments])
+        times: np.ndarray = every[firsts[self.file_seg] + self.file_local]
+        return times
+
+    def file_record(self, f: int) -> dict[str, Any]:
+        segment, local = self.segments[int(self.file_seg[f])], int(self.file_local[f])
+        path = self.paths[f]
+        record: dict[str, Any] = {
+            "path": path,
+            "blob": segment.blobs[local],
+            "time": int(segment.times[local]),
+            "language": segment.languages[local],
+        }
+        record.update(segment.extras.get(path, {}))
+        return record
+
+    def file_of_path(self, path: str) -> int | None:
+        """The file index of `path` (paths are sorted), or None."""
+        i = bisect.bisect_left(self.paths, path)
+        return i if i < len(self.paths) and self.paths[i] == path else None
 
     @cached_property
     def dead_rows(self) -> list[int]:
@@ -157,6 +205,53 @@ class RowSpace:
             if fact is not None:
                 out[path] = fact
         return out
+
+
+class FileRecords(Sequence[dict[str, Any]]):
+    """`space.files[f]`: the record of file f, made when asked (cached)."""
+
+    def __init__(self, space: RowSpace) -> None:
+        self.space = space
+        self._made: dict[int, dict[str, Any]] = {}
+
+    def __len__(self) -> int:
+        return self.space.n_files
+
+    @overload
+    def __getitem__(self, f: int) -> dict[str, Any]: ...
+    @overload
+    def __getitem__(self, f: slice) -> list[dict[str, Any]]: ...
+    def __getitem__(self, f: int | slice) -> dict[str, Any] | list[dict[str, Any]]:
+        if isinstance(f, slice):
+            return [self[i] for i in range(*f.indices(len(self)))]
+        if f < 0:
+            f += len(self)
+        if not 0 <= f < len(self):
+            raise IndexError(f)
+        record = self._made.get(f)
+        if record is None:
+            record = self._made[f] = self.space.file_record(f)
+        return record
+
+
+class BlobOf(Mapping[str, str]):
+    """path -> blob id of every live file, looked up by bisection (nothing built at open)."""
+
+    def __init__(self, space: RowSpace) -> None:
+        self.space = space
+
+    def __getitem__(self, path: str) -> str:
+        f = self.space.file_of_path(path)
+        if f is None:
+            raise KeyError(path)
+        segment = self.space.segments[int(self.space.file_seg[f])]
+        return segment.blobs[int(self.space.file_local[f])]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.space.paths)
+
+    def __len__(self) -> int:
+        return self.space.n_files
 
 
 class DenseView:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -21,7 +21,7 @@ from ..errors import CorruptIndexError, IndexerError
 from ..source.chunks import Chunk
 from .integrity import REBUILD, check_chunk, corrupt_as_error, meta_sum
 from .lexical_view import LexicalView
-from .reader import DenseView, RowSpace, open_generation, open_space
+from .reader import BlobOf, DenseView, RowSpace, open_generation, open_space
 from .segment import Segment, SegmentData
 from .vectors import StaticVectors
 
@@ -101,21 +101,22 @@ class GenerationView:
         return self.space.gather("flags")
 
     @cached_property
-    def _columns(self) -> dict[str, list[str]]:
+    def _columns(self) -> dict[str, Sequence[str]]:
         return {name: self.space.gather_list(name) for name in ("symbols", "kinds", "defines")}
 
     @cached_property
-    def files(self) -> list[dict[str, Any]]:
+    def files(self) -> Sequence[dict[str, Any]]:
+        """Per-file records in path order, each made when read."""
         return self.space.files
 
     @cached_property
     def _file_times(self) -> np.ndarray:
-        return np.asarray([f["time"] for f in self.files], dtype=np.int64)
+        return self.space.file_times
 
     @cached_property
-    def blob_of(self) -> dict[str, str]:
-        """path -> blob id of every indexed file."""
-        return {f["path"]: f["blob"] for f in self.files}
+    def blob_of(self) -> Mapping[str, str]:
+        """path -> blob id of every indexed file (looked up, not built)."""
+        return BlobOf(self.space)
 
     @property
     def commit(self) -> str:

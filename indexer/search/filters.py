@@ -7,7 +7,7 @@ matches (`src/flask`, `src/*/views.py`). `*` in a full-path glob crosses `/` (fn
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Any
@@ -66,7 +66,7 @@ class SearchFilter:
         return not any(path_matches(path, g) for g in exclude)
 
     def allowed_rows(
-        self, files: list[dict[str, Any]], chunk_file: np.ndarray, kinds: list[str]
+        self, files: Sequence[dict[str, Any]], chunk_file: np.ndarray, kinds: Sequence[str]
     ) -> np.ndarray:
         """A boolean mask over chunk rows: which chunks the filter keeps."""
         keep_file = np.fromiter(
