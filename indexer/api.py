@@ -128,11 +128,13 @@ class Index(GenerationView):
         *,
         worktree: bool = True,
         watch: bool = True,
+        one_shot: bool = False,
     ) -> Index:
         """The current index of `repo`; with `worktree` (the default) every read overlays the
         uncommitted files of the working tree holding `repo` (indexer/index/overlay.py).
         `watch` keeps a watch on the tree so that an unchanged tree costs no `git status` (for
-        a process that searches more than once)."""
+        a process that searches more than once). `one_shot`: the process answers one command
+        (the CLI): the dense side is scanned with numpy, without importing FAISS."""
         for name, value in (("repo", repo), ("index_dir", index_dir)):
             if value is not None and not isinstance(value, str | os.PathLike):
                 raise IndexerError(f"{name} must be a path, not {type(value).__name__}")
@@ -146,6 +148,7 @@ class Index(GenerationView):
             root = worktree_root(repo)  # None in a bare repository: the commit alone
         if _reused is None or fusion is not None:
             index = cls(snapshot, fusion)
+            index.one_shot = one_shot
         else:
             # A long-lived server (indexer/serve/serve.py): generations are immutable, so every
             # open of the same one shares what was loaded; an update moves CURRENT and the next

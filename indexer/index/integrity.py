@@ -11,7 +11,6 @@ checks every chunk against git (indexer/fresh/provenance.py).
 from __future__ import annotations
 
 import functools
-import hashlib
 import tokenize
 import zlib
 from collections.abc import Callable
@@ -20,6 +19,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from ..digests import blake2b, sha256
 from ..errors import CorruptIndexError, IndexerError
 
 SMALL_FILE_BYTES = 256 * 1024
@@ -45,7 +45,7 @@ DECODE_ERRORS = (
 
 def chunk_sum(meta: bytes, text: bytes) -> int:
     """64-bit digest of one chunk's metadata line and text (stored as int64)."""
-    digest = hashlib.blake2b(meta, digest_size=8)
+    digest = blake2b(meta, digest_size=8)
     digest.update(b"\0")
     digest.update(text)
     return int.from_bytes(digest.digest(), "little", signed=True)
@@ -75,7 +75,7 @@ def check_on_load(snapshot: Path, manifest: dict[str, Any]) -> None:
         size = info.get("bytes")
         if isinstance(size, int) and size <= SMALL_FILE_BYTES:
             data = (snapshot / name).read_bytes()
-            if hashlib.sha256(data).hexdigest() != info.get("sha256"):
+            if sha256(data).hexdigest() != info.get("sha256"):
                 raise CorruptIndexError(f"index file {name} fails its checksum; {REBUILD}")
 
 

@@ -260,9 +260,14 @@ class DenseView:
     deleted or masked rows are simply absent. Results are ordered by (similarity, row), so ties
     do not depend on segment order."""
 
-    def __init__(self, space: RowSpace, whole: DenseIndex | None = None) -> None:
+    def __init__(
+        self, space: RowSpace, whole: DenseIndex | None = None, one_shot: bool = False
+    ) -> None:
         self.space = space
         self.whole = whole  # codes of every row of `space` in row order (a table swapped in)
+        # A process that answers one command scans the mapped codes with numpy instead
+        # (indexer/index/code_scan.py): no FAISS import, no copy.
+        self.one_shot = one_shot
 
     @cached_property
     def ranges(self) -> np.ndarray:
@@ -298,6 +303,15 @@ class DenseView:
         """(similarities, global rows) of the k nearest live rows, best first."""
         if self.space.n_rows == 0 or k <= 0:
             return np.zeros(0, dtype=np.float32), np.zeros(0, dtype=np.int64)
+        if self.one_shot and "_scan" not in self.__dict__:
+            from .code_scan import scan
+
+            parts: list[tuple[DenseIndex, np.ndarray | None]] = []
+            if self.whole is not None:
+                parts.append((self.whole, None))
+            for i, segment in enumerate(self.space.segments if self.whole is None else ()):
+                parts.append((segment.dense, self.space.local_to_global(i)))
+            return scan(parts, query, k)
         sims, rows = self._scan.search(query, k)
         valid = rows >= 0
         sims, rows = sims[valid], rows[valid].astype(np.int64)
@@ -306,7 +320,22 @@ class DenseView:
 
     def reconstruct(self, rows: np.ndarray) -> np.ndarray:
         """Stored (decoded) vectors of global rows."""
-        return decode(self._scan.codes[np.asarray(rows, dtype=np.int64)], self.ranges)
+        rows = np.asarray(rows, dtype=np.int64)
+        if "_scan" in self.__dict__ or not self.one_shot:
+            return decode(self._scan.codes[rows], self.ranges)
+        if self.whole is not None:
+            return decode(np.asarray(self.whole.codes[rows]), self.ranges)
+        if self.space.identity:
+            return self.space.segments[0].dense.reconstruct(rows)
+        out = np.zeros((len(rows), len(self.ranges)), dtype=np.float32)
+        cats = self.space.global_to_cat[rows]
+        seg = np.searchsorted(self.space.seg_offsets, cats, side="right") - 1
+        for i, segment in enumerate(self.space.segments):
+            mine = np.flatnonzero(seg == i)
+            if len(mine):
+                local = cats[mine] - self.space.seg_offsets[i]
+                out[mine] = segment.dense.reconstruct(local)
+        return out
 
 
 def open_generation(

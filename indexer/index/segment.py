@@ -16,7 +16,6 @@ working-tree overlay (issue 13) hands to the reader without touching the disk.
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import json
 import mmap
@@ -30,6 +29,7 @@ from typing import Any, overload
 
 import numpy as np
 
+from ..digests import sha256
 from ..errors import CorruptIndexError
 from . import integrity
 from .dense import FILES as DENSE_FILES
@@ -232,11 +232,11 @@ def decompress_texts(packed: bytes, blocks: np.ndarray) -> bytes:
 
 
 def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
+    digest = sha256()
     with path.open("rb") as fh:
         for block in iter(lambda: fh.read(1 << 20), b""):
             digest.update(block)
-    return digest.hexdigest()
+    return str(digest.hexdigest())
 
 
 def _map(path: Path) -> Any:

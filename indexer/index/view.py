@@ -52,6 +52,8 @@ class GenerationView:
         self._parts: list[tuple[Segment, list[str]]] = generation[1]
         self._vectors = vectors
         self._overlay = overlay
+        # A process answering one command (the CLI without a server): numpy dense scan.
+        self.one_shot: bool = opened.one_shot if opened is not None else False
 
     @cached_property
     def vectors(self) -> StaticVectors:
@@ -76,7 +78,7 @@ class GenerationView:
 
     @cached_property
     def dense(self) -> DenseView:
-        return DenseView(self.space)
+        return DenseView(self.space, one_shot=self.one_shot)
 
     @cached_property
     def _fids(self) -> np.ndarray:

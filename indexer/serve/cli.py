@@ -221,18 +221,65 @@ def cmd_eval(args: argparse.Namespace) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
+class _Formatter(argparse.HelpFormatter):
+    """argparse's formatter, sized like shutil.get_terminal_size without importing shutil
+    (argparse makes one for every argument it adds; shutil loads bz2 and lzma)."""
+
+    def __init__(self, prog: str) -> None:
+        try:
+            columns = int(os.environ.get("COLUMNS", "0"))
+        except ValueError:
+            columns = 0
+        if columns <= 0:
+            try:
+                columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
+            except (AttributeError, ValueError, OSError):
+                columns = 80
+        super().__init__(prog, width=(columns or 80) - 2)
+
+
+class _Skipped:
+    """The parser of a command that is not being run: every call on it does nothing."""
+
+    def __getattr__(self, name: str) -> Any:
+        return self._ignore
+
+    def _ignore(self, *args: Any, **kwargs: Any) -> _Skipped:
+        return self
+
+
+class _OneCommand:
+    """Subparsers that build only the parser of `only` (None: all of them). argparse formats
+    each argument as it is added (and asks the terminal its size each time): building all
+    commands' parsers costs a one-shot `indexer search` more than it needs."""
+
+    def __init__(self, sub: Any, only: str | None) -> None:
+        self.sub, self.only = sub, only
+        self.names: list[str] = []
+
+    def add_parser(self, name: str, **kwargs: Any) -> Any:
+        self.names.append(name)
+        if self.only is None or name == self.only:
+            return self.sub.add_parser(name, formatter_class=_Formatter, **kwargs)
+        return _Skipped()
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The command line parser; `only`: the command being run (the others are not built,
+    unless `only` names none of them, for argparse's error message)."""
     parser = argparse.ArgumentParser(
-        prog="indexer", description="Git-integrated code index for AI coding agents."
+        prog="indexer",
+        description="Git-integrated code index for AI coding agents.",
+        formatter_class=_Formatter,
     )
     parser.add_argument("--version", action="version", version=f"indexer {__version__}")
-    common = argparse.ArgumentParser(add_help=False)
+    common = argparse.ArgumentParser(add_help=False, formatter_class=_Formatter)
     common.add_argument("--repo", default=None, help="repository path (default: current directory)")
     common.add_argument(
         "--index-dir", default=None, help="artifact directory (default: <git-dir>/indexer)"
     )
     common.add_argument("--json", action="store_true", help="machine-readable output")
-    sub = parser.add_subparsers(dest="command", required=True)
+    sub = _OneCommand(parser.add_subparsers(dest="command", required=True), only)
 
     p = sub.add_parser("build", parents=[common], help="index the tree of a commit")
     p.add_argument("--rev", default=None, help="commit to index (default: HEAD)")
@@ -319,14 +366,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--status", action="store_true", help="is a server running, and its counts")
     p.set_defaults(func=serve_cli.cmd_serve)
     agent_cli.add_commands(sub, common)  # related, mcp, savings, agents
+    if only is not None and only not in sub.names:
+        return build_parser()
     return parser
 
 
 def main(argv: Sequence[str] | None = None, forward: bool = True) -> int:
     """Run one command; `forward`: let a running `indexer serve` answer read-only ones."""
-    parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(argv[0] if argv and not argv[0].startswith("-") else None)
     args = parser.parse_args(argv)
+    args.one_shot = forward  # this process answers one command (a server passes False)
     try:
         if forward and args.command in FORWARDED:
             code = serve_cli.forwarded(args, argv, _index_dir(args))

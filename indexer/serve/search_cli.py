@@ -13,7 +13,6 @@ import sys
 from typing import Any
 
 from ..errors import IndexerError
-from ..source.notebook import location as notebook_location
 from ..terminal import clean
 from .output import Style, color_enabled, emit_json
 
@@ -46,7 +45,10 @@ def open_index(args: argparse.Namespace) -> Any:
             prefetch_status(root)  # runs while numpy, FAISS and the index load
     from ..api import Index
 
-    index = Index.open(args.repo, index_dir=args.index_dir, worktree=worktree, watch=False)
+    one_shot = getattr(args, "one_shot", False)  # not in `indexer serve` (cli.main)
+    index = Index.open(
+        args.repo, index_dir=args.index_dir, worktree=worktree, watch=False, one_shot=one_shot
+    )
     if rev is not None:
         from ..source.worktree import resolve_rev
 
@@ -98,6 +100,8 @@ def cmd_search(args: argparse.Namespace) -> int:
         elif args.compress:
             lines += [clean(r.get("text") or "", multiline=True) for r in records]
         else:
+            from ..source.notebook import location as notebook_location
+
             for rank, r in enumerate(records, 1):
                 name = clean(r["qualname"] or r["symbol"])
                 conf = f"confidence {r['confidence']:.2f} ({confidence_label(r['confidence'])})"
@@ -144,6 +148,8 @@ def cmd_show(args: argparse.Namespace) -> int:
     if args.json:
         emit_json(chunk.to_dict())
     else:
+        from ..source.notebook import location as notebook_location
+
         style = Style(color_enabled(sys.stdout))
         print(
             style(

@@ -8,10 +8,8 @@ runs in-process as before, so the server is only ever an accelerator.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import socket
 import stat
 import sys
 from pathlib import Path
@@ -46,8 +44,20 @@ def socket_path(index_dir: Path) -> Path | None:
     directory = runtime_dir()
     if directory is None:
         return None
-    key = hashlib.sha256(str(index_dir.resolve()).encode("utf-8")).hexdigest()[:24]
+    key = _sha256_hex(str(index_dir.resolve()).encode("utf-8"))[:24]
     return directory / f"{key}.sock"
+
+
+def _sha256_hex(data: bytes) -> str:
+    """sha256 without importing hashlib, which loads OpenSSL (~3 ms of every CLI start)."""
+    try:
+        from _sha256 import sha256  # CPython <= 3.11
+    except ImportError:
+        try:
+            from _sha2 import sha256  # CPython >= 3.12
+        except ImportError:
+            from hashlib import sha256
+    return str(sha256(data).hexdigest())
 
 
 def call(index_dir: Path, request: dict[str, Any], timeout: float = REPLY_TIMEOUT) -> Any:
@@ -55,6 +65,8 @@ def call(index_dir: Path, request: dict[str, Any], timeout: float = REPLY_TIMEOU
     path = socket_path(index_dir)
     if path is None or not path.exists():
         return None
+    import socket
+
     try:
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
             conn.settimeout(CONNECT_TIMEOUT)

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, fields
 from typing import Any
+
+from ..digests import blake2b
 
 
 @dataclass(frozen=True)
@@ -40,7 +41,7 @@ _FIELDS = tuple(f.name for f in fields(Chunk))
 def chunk_id(path: str, kind: str, qualname: str, ordinal: int) -> str:
     """Stable id: the same definition at the same path gets the same id in every build."""
     key = f"{path}\0{kind}\0{qualname}\0{ordinal}".encode()
-    return hashlib.blake2b(key, digest_size=8).hexdigest()
+    return blake2b(key, digest_size=8).hexdigest()
 
 
 def materialize(records: list[dict[str, Any]], path: str, language: str, blob: str) -> list[Chunk]:

@@ -16,7 +16,6 @@ Nothing is pickled; the arrays are memory-mapped.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import mmap
 import os
@@ -27,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from ...digests import blake2b
 from ...errors import CorruptIndexError
 from .model import JS_LANGUAGES, FileGraph, short_name
 
@@ -43,7 +43,7 @@ KIND_NAMES = {v: k for k, v in KIND_CODES.items()}
 
 def name_key(tag: str, name: str) -> int:
     """Stable signed 64-bit key of a tagged name (collisions only widen a lookup)."""
-    digest = hashlib.blake2b(f"{tag}\0{name}".encode(), digest_size=8).digest()
+    digest = blake2b(f"{tag}\0{name}".encode(), digest_size=8).digest()
     return int.from_bytes(digest, "little", signed=True)
 
 
