@@ -365,14 +365,7 @@ class Index(GenerationView):
         every report about it says, so they never ask for tests or docs by themselves."""
         from .source.pathclass import directory_flags
 
-        names: set[str] = set()
-        for path in self.space.paths:
-            parts = path.split("/")
-            if len(parts) < 2:
-                continue
-            top = parts[1] if parts[0] in ("src", "lib") and len(parts) > 2 else parts[0]
-            if not directory_flags(top + "/"):
-                names.add(top)
+        names = {top for top in self.space.top_directories() if not directory_flags(top + "/")}
         return {t for name in names for t in path_terms(name)}
 
     @cached_property

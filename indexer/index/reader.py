@@ -13,6 +13,7 @@ every other segment (the working-tree overlay of issue 13, see docs/freshness.md
 from __future__ import annotations
 
 import bisect
+import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from functools import cached_property
 from pathlib import Path
@@ -23,8 +24,11 @@ import numpy as np
 from ..errors import CorruptIndexError
 from .dense import CodeScan, DenseIndex, decode
 from .graph.model import FileGraph
-from .segment import REBUILD, Segment, SegmentData
+from .segment import REBUILD, Lines, Segment, SegmentData
 from .store import read_generation, segment_dir
+
+# `src/<name>/...` and `lib/<name>/...`: <name>; any other `<top>/...`: <top>.
+_TOP_DIRECTORY = re.compile(rb"^(?:(?:src|lib)/([^/\n]+)/|([^/\n]+)/)", re.MULTILINE)
 
 
 class RowSpace:
@@ -167,6 +171,14 @@ class RowSpace:
         }
         record.update(segment.extras.get(path, {}))
         return record
+
+    def top_directories(self) -> set[str]:
+        """Each file's top directory (`src/<name>` and `lib/<name>` count as `<name>`), found
+        by one regular expression over the paths, not a Python step per file."""
+        paths = self.paths
+        data = paths.data if isinstance(paths, Lines) else "\n".join(paths).encode("utf-8")
+        found = _TOP_DIRECTORY.findall(data)
+        return {(nested or top).decode("utf-8") for nested, top in set(found)}
 
     def file_of_path(self, path: str) -> int | None:
         """The file index of `path` (paths are sorted), or None."""

@@ -70,7 +70,7 @@ class StaticVectors:
             or scales.shape[0] != len(terms)
         ):
             raise IndexerError(f"static vector table in {directory} is inconsistent; regenerate it")
-        return cls({t: i for i, t in enumerate(terms)}, vectors, scales, weights, card)
+        return cls(dict(zip(terms, range(len(terms)), strict=True)), vectors, scales, weights, card)
 
     def save(self, directory: Path) -> None:
         directory.mkdir(parents=True, exist_ok=True)
