@@ -14,7 +14,6 @@ gives exactly the chunks a build of a commit holding the same bytes gives.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import threading
 from collections.abc import Mapping
@@ -24,15 +23,17 @@ from typing import TYPE_CHECKING
 
 from ..source.languages import detect_language
 from ..source.worktree import Change, WorktreeScan, scan_worktree, size_skip_reason
-from .blobcache import CachedFile
 
 if TYPE_CHECKING:
     from ..api import Index
     from ..source.watch import TreeWatch
+    from .blobcache import CachedFile
 
 
 def blob_id(data: bytes) -> str:
     """The git blob id of `data` (what `git hash-object` prints for the file)."""
+    import hashlib  # only for a dirty tree: a clean one's search never loads OpenSSL
+
     return hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
 
 
@@ -193,6 +194,7 @@ class WorktreeOverlay:
 
 def read_file(root: Path, change: Change) -> OverlayFile | None:
     """Read and chunk one file of the working tree (None: it vanished meanwhile)."""
+    from .blobcache import CachedFile
     from .pipeline import chunk_blob
 
     language = detect_language(change.path) or "text"

@@ -25,7 +25,6 @@ from __future__ import annotations
 import atexit
 import contextlib
 import functools
-import hashlib
 import json
 import os
 import queue
@@ -35,6 +34,8 @@ import uuid
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
+
+from ..digests import sha256
 
 LOG_NAME = "savings.jsonl"
 CACHE_NAME = "savings_counts.json"
@@ -103,7 +104,7 @@ def record(
             "repo": index.manifest.get("repo_root", ""),
             "commit": index.manifest.get("commit", ""),
             "results": len(files),
-            "sent_sha256": hashlib.sha256(sent.encode("utf-8", "replace")).hexdigest(),
+            "sent_sha256": sha256(sent.encode("utf-8", "replace")).hexdigest(),
             "sent_chars": len(sent),
             "files": sorted((path_hash(p), blob) for p, blob in files.items()),
         }
@@ -115,7 +116,7 @@ def record(
 
 def path_hash(path: str) -> str:
     """A file's identity in the log: stable across searches, not its name."""
-    return hashlib.sha256(path.encode("utf-8", "replace")).hexdigest()[:16]
+    return str(sha256(path.encode("utf-8", "replace")).hexdigest())[:16]
 
 
 def append_line(log: Path, line: dict[str, Any]) -> None:

@@ -1,0 +1,97 @@
+"""A one-shot `indexer search` loads only what a search needs, and answers as a long-lived
+process does (the numpy scan of indexer/index/code_scan.py against FAISS's)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from indexer.api import Index
+
+from .conftest import SAMPLE_FILES, MakeRepo, commit_all, run_cli, write_files
+
+# Modules a search of a clean working tree never needs: FAISS (numpy scans the codes),
+# pygit2 (git status runs as a subprocess), tree-sitter (nothing to chunk), the MCP server,
+# the build's process pools, OpenSSL's hashlib, argparse's shutil.
+NOT_NEEDED = (
+    "faiss",
+    "pygit2",
+    "tree_sitter",
+    "tree_sitter_language_pack",
+    "mcp",
+    "joblib",
+    "dask",
+    "hashlib",
+    "shutil",
+)
+
+PROBE = """
+import json, runpy, sys
+sys.argv = ["indexer", *sys.argv[1:]]
+try:
+    runpy.run_module("indexer", run_name="__main__")
+except SystemExit as done:
+    code = done.code
+loaded = sorted({m.split(".")[0] for m in sys.modules} & set(json.loads(sys.stdin.read())))
+print("PROBE " + json.dumps({"code": code, "loaded": loaded}), file=sys.stderr)
+"""
+
+
+def probe(repo: Path, *args: str, env: dict[str, str] | None = None) -> dict[str, object]:
+    """Run `indexer ARGS` in a fresh interpreter; its exit code and the NOT_NEEDED it loaded."""
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, *args],
+        input=json.dumps(NOT_NEEDED),
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, **(env or {})},
+    )
+    line = next(x for x in done.stderr.splitlines() if x.startswith("PROBE "))
+    result: dict[str, object] = json.loads(line[len("PROBE ") :])
+    return result
+
+
+def test_a_search_loads_nothing_it_does_not_need(make_repo: MakeRepo) -> None:
+    repo = make_repo(SAMPLE_FILES)
+    assert run_cli("build", "--json", cwd=repo).returncode == 0
+    for env in ({"INDEXER_SERVE": "0"}, {}):  # in-process; and after asking for a server
+        found = probe(repo, "search", "invoice tax", "--json", env=env)
+        assert found == {"code": 0, "loaded": []}
+    found = probe(repo, "search", "InvoiceCalculator", "--no-log", env={"INDEXER_SERVE": "0"})
+    assert found == {"code": 0, "loaded": []}  # the human-readable output too
+
+
+def test_a_dirty_tree_is_still_overlaid_by_a_one_shot_search(make_repo: MakeRepo) -> None:
+    repo = make_repo(SAMPLE_FILES)
+    assert run_cli("build", "--json", cwd=repo).returncode == 0
+    write_files(repo, {"billing/refunds.py": "def refund_everything_now():\n    return 0\n"})
+    done = run_cli("search", "refund_everything_now", "--json", cwd=repo)
+    assert done.returncode == 0, done.stderr
+    top = json.loads(done.stdout)[0]
+    assert (top["path"], top["source"]) == ("billing/refunds.py", "worktree")
+
+
+def test_a_one_shot_search_answers_as_a_long_lived_process(make_repo: MakeRepo) -> None:
+    """The numpy scan and FAISS's give the same results, scores included, over several
+    segments (an update) as over one."""
+    repo = make_repo(SAMPLE_FILES)
+    assert run_cli("build", "--json", cwd=repo).returncode == 0
+    queries = ["invoice tax", "InvoiceCalculator", "retry with backoff", "health check server"]
+
+    def compare() -> None:
+        index = Index.open(repo, worktree=False)
+        for query in queries:
+            expected = [r.to_dict() for r in index.search(query, k=10)]
+            done = run_cli("search", query, "--json", "--no-log", "--no-worktree", cwd=repo)
+            assert json.loads(done.stdout) == expected, query
+
+    compare()
+    write_files(repo, {"billing/tax.py": "def tax_rate_for(country):\n    return 0.2\n"})
+    commit_all(repo, "tax")
+    assert run_cli("update", "--json", cwd=repo).returncode == 0
+    compare()
