@@ -243,3 +243,30 @@ def test_pre_commit_framework_runs_the_hook(sample_repo: Path, tmp_path: Path) -
     wait_for_index(sample_repo, head(sample_repo))
     found = Index.open(sample_repo).search("installed_by_pre_commit")
     assert found[0].symbol == "installed_by_pre_commit"
+
+
+def test_the_commit_never_waits_for_the_update(sample_repo: Path) -> None:
+    """While another update holds the lock, `git commit` still returns at once (the hook only
+    leaves a pending mark); the next commit's update brings the index to HEAD."""
+    from indexer.fresh.freshness import PENDING, update_lock
+
+    assert run_cli("build", cwd=sample_repo).returncode == 0
+    assert run_cli("hooks", "install", cwd=sample_repo).returncode == 0
+    index_dir = sample_repo / ".git" / "indexer"
+    built = head(sample_repo)
+    with update_lock(index_dir, wait=True):
+        write_files(sample_repo, {"held.py": "def held_back():\n    return 1\n"})
+        git(sample_repo, "add", "held.py")
+        git(sample_repo, "commit", "-q", "-m", "while locked")
+        deadline = time.monotonic() + 60
+        while not (index_dir / PENDING).exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert (index_dir / PENDING).exists()  # the background update ran and gave way
+        assert Index(current_snapshot(index_dir)).commit == built
+    write_files(sample_repo, {"after.py": "def after_release():\n    return 2\n"})
+    git(sample_repo, "add", "after.py")
+    git(sample_repo, "commit", "-q", "-m", "after")
+    wait_for_index(sample_repo, head(sample_repo))
+    index = Index.open(sample_repo, worktree=False)
+    assert index.search("held_back")[0].symbol == "held_back"
+    assert index.search("after_release")[0].symbol == "after_release"

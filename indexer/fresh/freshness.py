@@ -90,15 +90,26 @@ def run_updates(repo: str | None, index_dir: Path, rev: str | None = None) -> in
     """Update until no trigger is pending. Returns 0; failures are logged, never raised."""
     from ..index.build import update_index
 
+    for _ in range(3):  # a trigger marked pending just before we let go: take it up
+        if not _update_while_pending(repo, index_dir, rev, update_index):
+            return 0
+        if not (index_dir / PENDING).exists():
+            break
+    return 0
+
+
+def _update_while_pending(repo: str | None, index_dir: Path, rev: str | None, update: Any) -> bool:
+    """Hold the lock and update until no trigger is pending (False: another process holds
+    it, and has our mark)."""
     with update_lock(index_dir, wait=False) as acquired:
         if not acquired:
             (index_dir / PENDING).touch()
             log(index_dir, "another update is running; marked pending")
-            return 0
-        for _ in range(20):  # bounded: a trigger storm cannot keep us busy forever
+            return False
+        for attempt in range(20):  # bounded: a trigger storm cannot keep us busy forever
             (index_dir / PENDING).unlink(missing_ok=True)
             try:
-                report = update_index(repo, rev, index_dir=index_dir, progress=False)
+                report = update(repo, rev, index_dir=index_dir, progress=False)
                 log(
                     index_dir,
                     f"{report.mode} update to {report.commit[:12]} in "
@@ -114,10 +125,14 @@ def run_updates(repo: str | None, index_dir: Path, rev: str | None = None) -> in
                 }
                 with contextlib.suppress(OSError):
                     (index_dir / FAILURE).write_text(json.dumps(failure), encoding="utf-8")
-            if not (index_dir / PENDING).exists():
+            if (index_dir / PENDING).exists():
+                continue
+            # Searches see the update already; merging may take a while, and a trigger that
+            # arrives meanwhile only leaves its mark: look again before letting go of the lock.
+            _merge_in_background(index_dir)
+            if not (index_dir / PENDING).exists() or attempt == 19:
                 break
-        _merge_in_background(index_dir)
-    return 0
+    return True
 
 
 def _merge_in_background(index_dir: Path) -> None:
