@@ -245,6 +245,11 @@ class FileRecords(Sequence[dict[str, Any]]):
             record = self._made[f] = self.space.file_record(f)
         return record
 
+    def __eq__(self, other: object) -> bool:  # as the list it stands for
+        return isinstance(other, Sequence) and list(self) == list(other)
+
+    __hash__ = None  # type: ignore[assignment]
+
 
 class BlobOf(Mapping[str, str]):
     """path -> blob id of every live file, looked up by bisection (nothing built at open)."""

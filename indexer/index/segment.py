@@ -121,6 +121,11 @@ class Lines(Sequence[str]):
     def __iter__(self) -> Iterator[str]:
         return iter(self.tolist())
 
+    def __eq__(self, other: object) -> bool:  # as the list it stands for
+        return isinstance(other, Sequence) and list(self) == list(other)
+
+    __hash__ = None  # type: ignore[assignment]
+
     def tolist(self) -> list[str]:
         if self._all is None:
             text = bytes(self.data).decode("utf-8")

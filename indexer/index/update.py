@@ -10,10 +10,13 @@ generation stays current (indexer/store.py).
 
 from __future__ import annotations
 
+import bisect
 import json
 import os
 import time
 from dataclasses import dataclass
+from functools import cached_property
+from itertools import repeat
 from pathlib import Path
 from typing import Any
 
@@ -59,19 +62,39 @@ class Base:
     parts: list[tuple[Segment, list[str]]]
 
     def __post_init__(self) -> None:
+        # path -> (segment, file) of every live file: built with C-level zips, no Python step
+        # per file (the big corpus has 10k files; an update's cost must follow the change).
         self.live: dict[str, tuple[Segment, int]] = {}
-        self.stored: dict[tuple[str, str], tuple[Segment, int]] = {}  # (path, blob), dead too
-        # (blob, language, stem): the chunks of a renamed file (ids follow the path, module
-        # chunks the stem)
-        self.content: dict[tuple[str, str, str], tuple[Segment, int]] = {}
         for segment, deleted in self.parts:
-            gone = set(deleted)
-            for i, (path, blob) in enumerate(zip(segment.paths, segment.blobs, strict=True)):
-                self.stored[(path, blob)] = (segment, i)
-                self.content[(blob, segment.languages[i], path_stem(path))] = (segment, i)
-                if path not in gone:
-                    self.live[path] = (segment, i)
+            at = zip(repeat(segment), range(segment.n_files), strict=False)
+            placed = zip(segment.paths, at, strict=True)
+            if deleted:
+                gone = set(deleted)
+                self.live.update(item for item in placed if item[0] not in gone)
+            else:
+                self.live.update(placed)
         self.skipped: dict[str, list[str]] = self.manifest.get("skipped", {})
+
+    def stored_at(self, path: str, blob: str) -> tuple[Segment, int] | None:
+        """A stored file (live or dead) with this path and blob: a revert copies its rows."""
+        for segment, _ in reversed(self.parts):
+            paths = segment.paths
+            i = bisect.bisect_left(paths, path)
+            while i < len(paths) and paths[i] == path:
+                if segment.blobs[i] == blob:
+                    return segment, i
+                i += 1
+        return None
+
+    @cached_property
+    def content(self) -> dict[tuple[str, str, str], tuple[Segment, int]]:
+        """(blob, language, stem) -> a stored file: the chunks of a renamed file (ids follow
+        the path, module chunks the stem). Built only when an added file needs it."""
+        found: dict[tuple[str, str, str], tuple[Segment, int]] = {}
+        for segment, _ in self.parts:
+            for i, (path, blob) in enumerate(zip(segment.paths, segment.blobs, strict=True)):
+                found[(blob, segment.languages[i], path_stem(path))] = (segment, i)
+        return found
 
 
 def open_base(index_dir: Path, card: Any) -> Base | None:
@@ -129,6 +152,7 @@ def build(
         skipped.update({p: ["", r] for p, r in by_name.items()})
         files.sort(key=lambda f: f.path)
     stored: dict[str, SourceFile] = {}
+    stored_files: dict[str, tuple[Segment, int]] = {}
     to_chunk: list[SourceFile] = []
     renamed: dict[str, tuple[SourceFile, CachedFile]] = {}
     for f in files:
@@ -137,8 +161,9 @@ def build(
             kept.add(f.path)
         elif base is not None and base.skipped.get(f.path, [None])[0] == f.blob:
             skipped[f.path] = base.skipped[f.path]
-        elif base is not None and (f.path, f.blob) in base.stored:
+        elif base is not None and (at := base.stored_at(f.path, f.blob)) is not None:
             stored[f.path] = f
+            stored_files[f.path] = at
         elif base is not None and (key := (f.blob, f.language or "text", path_stem(f.path))) in (
             base.content
         ):
@@ -170,8 +195,8 @@ def build(
     for path, done in built.items():
         new_files.append(BuiltFile(path, times[path], done))
     assert base is not None or not (kept or stored)
-    for path, f in stored.items():
-        segment, local = base.stored[(path, f.blob)]  # type: ignore[union-attr]
+    for path in stored:
+        segment, local = stored_files[path]
         new_files.append(CopiedFile(path, times[path], segment, local))
     for path in kept:
         segment, local = base.live[path]  # type: ignore[union-attr]
@@ -281,28 +306,29 @@ def summary(
     """The generation's counts, languages, skipped files and warnings, from its segments."""
     from .store import SEGMENTS
 
-    opened = {s.name: s for s, _ in base.parts} if base is not None else {}
-    n_files = n_chunks = 0
-    languages: dict[str, int] = {}
-    redactions: dict[str, int] = {}
-    fallbacks: dict[str, int] = {}
-    for entry in entries:
-        segment = opened.get(entry["name"]) or Segment.open(index_dir / SEGMENTS / entry["name"])
-        gone = set(entry["deleted"])
-        bounds = segment.file_rows.tolist()
-        for i, path in enumerate(segment.paths):
-            if path in gone:
-                continue
-            n = bounds[i + 1] - bounds[i]
-            n_files += 1
-            n_chunks += n
-            language = segment.languages[i]
-            languages[language] = languages.get(language, 0) + n
-            extra = segment.extras.get(path, {})
-            for kind, count in extra.get("redacted", {}).items():
-                redactions[kind] = redactions.get(kind, 0) + count
-            if extra.get("fallback"):
-                fallbacks[extra["fallback"]] = fallbacks.get(extra["fallback"], 0) + 1
+    totals = _Totals.of_base(base, entries) if base is not None else None
+    if totals is None:  # every live file of every segment
+        totals = _Totals()
+        opened = {s.name: s for s, _ in base.parts} if base is not None else {}
+        for entry in entries:
+            segment = opened.get(entry["name"]) or Segment.open(
+                index_dir / SEGMENTS / entry["name"]
+            )
+            gone = set(entry["deleted"])
+            for i, path in enumerate(segment.paths):
+                if path not in gone:
+                    totals.add(segment, i, 1)
+    else:  # the base's totals, less the files gone since, plus the new segments' files
+        known = {s.name for s, _ in base.parts}  # type: ignore[union-attr]
+        for entry in entries:
+            if entry["name"] not in known:
+                segment = Segment.open(index_dir / SEGMENTS / entry["name"])
+                for i in range(segment.n_files):
+                    totals.add(segment, i, 1)
+    if not totals.consistent():
+        return summary(index_dir, entries, skipped)  # a count that fell to zero: recount
+    n_files, n_chunks = totals.files, totals.chunks
+    languages, redactions, fallbacks = totals.languages, totals.redacted, totals.fallback
     skip_counts: dict[str, int] = {}
     examples: dict[str, list[str]] = {}
     for path, (_, reason) in sorted(skipped.items()):
@@ -322,6 +348,66 @@ def summary(
         "skipped_examples": examples,
         "warnings": coverage_warnings(n_files, skip_counts),
     }
+
+
+class _Totals:
+    """Files, chunks, chunks per language, redactions and fallbacks of a generation's live
+    files, added file by file (or taken from the base generation and corrected)."""
+
+    def __init__(self) -> None:
+        self.files = self.chunks = 0
+        self.languages: dict[str, int] = {}
+        self.redacted: dict[str, int] = {}
+        self.fallback: dict[str, int] = {}
+        self.touched: list[tuple[dict[str, int], str]] = []
+
+    def add(self, segment: Segment, i: int, sign: int) -> None:
+        rows = segment.file_rows
+        n = int(rows[i + 1]) - int(rows[i])
+        self.files += sign
+        self.chunks += sign * n
+        self._bump(self.languages, segment.languages[i], sign * n)
+        extra = segment.extras.get(segment.paths[i], {})
+        for kind, count in extra.get("redacted", {}).items():
+            self._bump(self.redacted, kind, sign * count)
+        if extra.get("fallback"):
+            self._bump(self.fallback, extra["fallback"], sign)
+
+    def _bump(self, table: dict[str, int], key: str, by: int) -> None:
+        table[key] = table.get(key, 0) + by
+        if by < 0:
+            self.touched.append((table, key))
+
+    def consistent(self) -> bool:
+        """False when a subtraction left a count at zero or below: whether the key stays
+        (a live file with no chunks) is for a recount to say."""
+        return all(table[key] > 0 for table, key in self.touched)
+
+    @classmethod
+    def of_base(cls, base: Base, entries: list[dict[str, Any]]) -> _Totals | None:
+        """The base generation's totals less its files that `entries` no longer serve (an
+        update's cost follows its change, not the number of files); None: recount."""
+        counts = base.manifest.get("counts", {})
+        keys = ("files", "chunks", "redacted", "fallback")
+        if not all(k in counts for k in keys) or "languages" not in base.manifest:
+            return None
+        totals = cls()
+        totals.files, totals.chunks = int(counts["files"]), int(counts["chunks"])
+        totals.languages = dict(base.manifest["languages"])
+        totals.redacted, totals.fallback = dict(counts["redacted"]), dict(counts["fallback"])
+        now = {e["name"]: set(e["deleted"]) for e in entries}
+        for segment, dead in base.parts:
+            before = set(dead)
+            after = now.get(segment.name)
+            if after is None:  # every file it served is gone
+                gone = [p for p in segment.paths if p not in before]
+            else:
+                gone = sorted(after - before)
+            for path in gone:
+                i = bisect.bisect_left(segment.paths, path)
+                if i < segment.n_files and segment.paths[i] == path:
+                    totals.add(segment, i, -1)
+        return totals
 
 
 def _switch_to_indexed(target: Path, commit: str, card: Any, started: float) -> BuildReport | None:
