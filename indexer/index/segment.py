@@ -329,16 +329,16 @@ class Segment:
 
     # -- per file --------------------------------------------------------------------------------
     @cached_property
-    def paths(self) -> list[str]:
-        return read_lines(self._path("file_paths.txt"), self.n_files)
+    def paths(self) -> Sequence[str]:
+        return Lines(self._path("file_paths.txt"), self.n_files)
 
     @cached_property
-    def blobs(self) -> list[str]:
-        return read_lines(self._path("file_blobs.txt"), self.n_files)
+    def blobs(self) -> Sequence[str]:
+        return Lines(self._path("file_blobs.txt"), self.n_files)
 
     @cached_property
-    def languages(self) -> list[str]:
-        return read_lines(self._path("file_languages.txt"), self.n_files)
+    def languages(self) -> Sequence[str]:
+        return Lines(self._path("file_languages.txt"), self.n_files)
 
     @cached_property
     def times(self) -> np.ndarray:
