@@ -95,3 +95,19 @@ def test_a_one_shot_search_answers_as_a_long_lived_process(make_repo: MakeRepo) 
     commit_all(repo, "tax")
     assert run_cli("update", "--json", cwd=repo).returncode == 0
     compare()
+
+
+def test_the_vocabulary_read_in_place_maps_terms_as_a_dict_does() -> None:
+    """The shipped vocabulary looked up in its JSON bytes: the row a dict gives, for every
+    term; None for terms it lacks, including ones JSON would have escaped."""
+    from indexer.index.vectors import JsonVocab, default_table_dir
+
+    data = (default_table_dir() / "vocab.json").read_bytes()
+    terms = json.loads(data)
+    table = {t: i for i, t in enumerate(terms)}
+    vocab = JsonVocab(data)
+    vocab.MAX_SCANS = len(terms) + 100  # search every time: no dict behind it
+    assert len(vocab) == len(terms)
+    for term in terms[::7] + ["not-a-term-at-all", ", ", '"he', "h\u00e9", ""]:
+        assert (term in vocab, vocab.get(term)) == (term in table, table.get(term)), term
+    assert JsonVocab.of(b'["a", "b\\\\u00e9", "a"]') == {"a": 2, "b\\u00e9": 1}

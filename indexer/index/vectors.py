@@ -11,7 +11,7 @@ import json
 import math
 import os
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -39,9 +39,69 @@ def default_table_dir() -> Path:
     return here.parent / "artifacts" / "static_vectors"
 
 
+class JsonVocab(Mapping[str, int]):
+    """term -> row of a `vocab.json` list, looked up in the file's bytes instead of decoding
+    48k strings into a dict (~8 ms of every cold search, which embeds a handful of terms).
+    Exact for a file written by `json.dumps(list)` without escapes (checked: no backslash):
+    every `"` then delimits a term, so the k-th opening quote starts term k. Like the dict
+    it replaces, a repeated term maps to its last row; many lookups build the dict."""
+
+    MAX_SCANS = 64  # lookups by search before a dict is cheaper
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.quotes = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == ord('"'))
+        self._dict: dict[str, int] | None = None
+        self._scans = 0
+
+    @classmethod
+    def of(cls, data: bytes) -> Mapping[str, int]:
+        """The lazy form for a plain list; a dict for anything else (escapes, not a list)."""
+        if b"\\" in data or not data.lstrip().startswith(b"[") or data.count(b'"') % 2:
+            terms = json.loads(data)
+            return dict(zip(terms, range(len(terms)), strict=True))
+        return cls(data)
+
+    def _table(self) -> dict[str, int]:
+        if self._dict is None:
+            terms = json.loads(self.data)
+            self._dict = dict(zip(terms, range(len(terms)), strict=True))
+        return self._dict
+
+    def _find(self, term: str) -> int | None:
+        if self._dict is not None or self._scans >= self.MAX_SCANS:
+            return self._table().get(term)
+        self._scans += 1
+        if '"' in term or "\\" in term or not term.isascii() or not term.isprintable():
+            return None  # json.dumps would have escaped it: it cannot be in a plain list
+        needle = b'"' + term.encode("ascii") + b'"'
+        end = len(self.data)
+        while (at := self.data.rfind(needle, 0, end)) >= 0:
+            k = int(np.searchsorted(self.quotes, at))
+            if k % 2 == 0:  # an opening quote: term k // 2
+                return k // 2
+            end = at + len(needle) - 1
+        return None
+
+    def __contains__(self, term: object) -> bool:
+        return isinstance(term, str) and self._find(term) is not None
+
+    def __getitem__(self, term: str) -> int:
+        found = self._find(term)
+        if found is None:
+            raise KeyError(term)
+        return found
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._table())
+
+    def __len__(self) -> int:
+        return len(self.quotes) // 2
+
+
 @dataclass
 class StaticVectors:
-    vocab: dict[str, int]
+    vocab: Mapping[str, int]
     vectors: np.ndarray  # int8 (V, D)
     scales: np.ndarray  # float32 (V,)
     weights: np.ndarray  # float32 (V,)
@@ -55,7 +115,7 @@ class StaticVectors:
     def load(cls, directory: Path | None = None) -> StaticVectors:
         directory = directory or default_table_dir()
         try:
-            terms = json.loads((directory / "vocab.json").read_text(encoding="utf-8"))
+            terms = JsonVocab.of((directory / "vocab.json").read_bytes())
             vectors = np.load(directory / "vectors.npy", allow_pickle=False, mmap_mode="r")
             scales = np.load(directory / "scales.npy", allow_pickle=False)
             weights = np.load(directory / "weights.npy", allow_pickle=False)
@@ -70,7 +130,7 @@ class StaticVectors:
             or scales.shape[0] != len(terms)
         ):
             raise IndexerError(f"static vector table in {directory} is inconsistent; regenerate it")
-        return cls(dict(zip(terms, range(len(terms)), strict=True)), vectors, scales, weights, card)
+        return cls(terms, vectors, scales, weights, card)
 
     def save(self, directory: Path) -> None:
         directory.mkdir(parents=True, exist_ok=True)
