@@ -108,6 +108,6 @@ def test_the_vocabulary_read_in_place_maps_terms_as_a_dict_does() -> None:
     vocab = JsonVocab(data)
     vocab.MAX_SCANS = len(terms) + 100  # search every time: no dict behind it
     assert len(vocab) == len(terms)
-    for term in terms[::7] + ["not-a-term-at-all", ", ", '"he', "h\u00e9", ""]:
+    for term in [*terms[::7], "not-a-term-at-all", ", ", '"he', "h\u00e9", ""]:
         assert (term in vocab, vocab.get(term)) == (term in table, table.get(term)), term
     assert JsonVocab.of(b'["a", "b\\\\u00e9", "a"]') == {"a": 2, "b\\u00e9": 1}
