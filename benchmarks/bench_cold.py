@@ -80,6 +80,8 @@ def main() -> None:
             clone = Path(run_dir) / "clone"
             if args.worktree:
                 subprocess.run(["git", "clone", "-q", git_dir, str(clone)], check=True)
+                time.sleep(1.1)  # then a status settles the index's racy stat data, as in use
+                subprocess.run(["git", "status", "-s"], cwd=clone, check=True, capture_output=True)
                 tree = [sys.executable, "-c", READ_QUERY, run_dir, "search", "--json"]
                 variants["worktree"] = ([*tree, "--index-dir", index_dir, "{i}"], local, clone)
             subprocess.run([*here, "serve", "--background", *where], env=env, check=True)

@@ -47,6 +47,7 @@ class RowSpace:
                 np.arange(segment.n_files) if keep is None else np.asarray(keep, dtype=np.int64)
             )
         self.identity = len(parts) == 1 and len(live_files[0]) == self.segments[0].n_files
+        self.concatenated = self.identity
         if self.identity:  # one segment, nothing deleted: its own order, nothing to compute
             only = self.segments[0]
             self.paths: Sequence[str] = only.paths
@@ -54,6 +55,21 @@ class RowSpace:
             self.file_local = np.arange(only.n_files, dtype=np.int64)
             self.n_rows, self.n_files = only.n_rows, only.n_files
             self.file_starts = np.asarray(only.file_rows, dtype=np.int64)
+            return
+        self.concatenated = _in_path_order(parts)
+        if self.concatenated:  # segments of one streamed build: row order is theirs end to end
+            n_files = [s.n_files for s in self.segments]
+            self.paths = Chain([s.paths for s in self.segments])
+            self.file_seg = np.repeat(np.arange(len(n_files), dtype=np.int64), n_files)
+            self.file_local = np.concatenate(
+                [np.arange(n, dtype=np.int64) for n in n_files] + [np.zeros(0, np.int64)]
+            )
+            self.n_rows, self.n_files = int(self.seg_offsets[-1]), sum(n_files)
+            begins = [
+                np.asarray(s.file_rows[:-1], dtype=np.int64) + off
+                for s, off in zip(self.segments, self.seg_offsets.tolist(), strict=False)
+            ]
+            self.file_starts = np.concatenate([*begins, [self.n_rows]]).astype(np.int64)
             return
         # Global files in path order: (segment, local file) of each.
         empty = [np.zeros(0, dtype=np.int64)]
@@ -87,7 +103,7 @@ class RowSpace:
     @cached_property
     def global_to_cat(self) -> np.ndarray:
         """Global row -> row of the segments laid end to end."""
-        if self.identity:
+        if self.concatenated:
             return np.arange(self.n_rows, dtype=np.int64)
         lengths = np.diff(self.file_starts)
         return np.repeat(self._starts - self.file_starts[:-1], lengths) + np.arange(
@@ -97,7 +113,7 @@ class RowSpace:
     @cached_property
     def cat_to_global(self) -> np.ndarray:
         """Row of the segments laid end to end -> global row (-1: not live)."""
-        if self.identity:
+        if self.concatenated:
             return np.arange(self.n_rows, dtype=np.int64)
         out = np.full(int(self.seg_offsets[-1]), -1, dtype=np.int64)
         out[self.global_to_cat] = np.arange(self.n_rows, dtype=np.int64)
@@ -107,6 +123,14 @@ class RowSpace:
     def chunk_file(self) -> np.ndarray:
         if self.identity:
             return np.asarray(self.segments[0].chunk_file, dtype=np.int32)
+        if self.concatenated:
+            first = np.cumsum([0] + [s.n_files for s in self.segments[:-1]])
+            return np.concatenate(
+                [
+                    np.asarray(s.chunk_file, dtype=np.int32) + int(f)
+                    for s, f in zip(self.segments, first.tolist(), strict=True)
+                ]
+            ).astype(np.int32)
         lengths = np.diff(self.file_starts)
         return np.repeat(np.arange(self.n_files, dtype=np.int32), lengths)
 
@@ -118,6 +142,8 @@ class RowSpace:
         if not self.segments:
             return np.zeros(0, dtype=np.int64)
         whole = np.concatenate([np.asarray(getattr(s, column)) for s in self.segments])
+        if self.concatenated:
+            return whole
         out: np.ndarray = whole[self.global_to_cat]
         return out
 
@@ -125,6 +151,8 @@ class RowSpace:
         if self.identity:  # the segment's own column: values decoded when read
             column_of: Sequence[str] = getattr(self.segments[0], column)
             return column_of
+        if self.concatenated:
+            return Chain([getattr(s, column) for s in self.segments])
         whole: list[str] = []
         for s in self.segments:
             whole.extend(getattr(s, column))
@@ -176,8 +204,11 @@ class RowSpace:
         """Each file's top directory (`src/<name>` and `lib/<name>` count as `<name>`), found
         by one regular expression over the paths, not a Python step per file."""
         paths = self.paths
-        data = paths.data if isinstance(paths, Lines) else "\n".join(paths).encode("utf-8")
-        found = _TOP_DIRECTORY.findall(data)
+        parts = paths.parts if isinstance(paths, Chain) else [paths]
+        found = []
+        for part in parts:
+            data = part.data if isinstance(part, Lines) else "\n".join(part).encode("utf-8")
+            found += _TOP_DIRECTORY.findall(data)
         return {(nested or top).decode("utf-8") for nested, top in set(found)}
 
     def file_of_path(self, path: str) -> int | None:
@@ -188,8 +219,8 @@ class RowSpace:
     @cached_property
     def dead_rows(self) -> list[int]:
         """Rows of each segment that are not live (deleted or masked)."""
-        if self.identity:
-            return [0]
+        if self.concatenated:
+            return [0] * len(self.segments)
         return [
             int((self.cat_to_global[a:b] < 0).sum())
             for a, b in zip(
@@ -217,6 +248,57 @@ class RowSpace:
             if fact is not None:
                 out[path] = fact
         return out
+
+
+def _in_path_order(parts: Sequence[tuple[Segment, Iterable[str]]]) -> bool:
+    """Segments with nothing deleted whose files follow each other in path order (what a
+    streamed build writes): the global order is theirs end to end, nothing to sort or map."""
+    last = None
+    for segment, deleted in parts:
+        if any(True for _ in deleted):
+            return False
+        if segment.n_files == 0:
+            continue
+        first = segment.paths[0]
+        if last is not None and not last < first:
+            return False
+        last = segment.paths[segment.n_files - 1]
+    return True
+
+
+class Chain(Sequence[str]):
+    """Columns of several segments end to end, read where asked (bisection works on it)."""
+
+    def __init__(self, parts: Sequence[Sequence[str]]) -> None:
+        self.parts = list(parts)
+        self.starts = np.cumsum([0] + [len(p) for p in self.parts]).tolist()
+
+    def __len__(self) -> int:
+        return int(self.starts[-1])
+
+    @overload
+    def __getitem__(self, i: int) -> str: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[str]: ...
+    def __getitem__(self, i: int | slice) -> str | list[str]:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        if i < 0:
+            i += len(self)
+        if not 0 <= i < len(self):
+            raise IndexError(i)
+        k = bisect.bisect_right(self.starts, i) - 1
+        value: str = self.parts[k][i - int(self.starts[k])]
+        return value
+
+    def __iter__(self) -> Iterator[str]:
+        for part in self.parts:
+            yield from part
+
+    def __eq__(self, other: object) -> bool:  # as the list it stands for
+        return isinstance(other, Sequence) and list(self) == list(other)
+
+    __hash__ = None  # type: ignore[assignment]
 
 
 class FileRecords(Sequence[dict[str, Any]]):
