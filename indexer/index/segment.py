@@ -5,8 +5,9 @@ text of each chunk, with offsets and per-chunk digests), per-chunk columns (FAIS
 flags, symbol, kind, module-level names), the BM25 postings with RAW term frequencies and
 document lengths (scores need the statistics of every live segment, so they are computed at
 query time: indexer/index/lexical_view.py), the chunk vectors as 8-bit codes
-(indexer/index/dense.py), and the files' graph facts. Tables with one entry per chunk, file or term are .npy arrays or newline-separated text
-columns (memory-mapped or split in one call), never per-entry JSON. `segment.json` lists every
+(indexer/index/dense.py), and the files' graph facts. Tables with one entry per chunk, file or
+term are .npy arrays or newline-separated text columns (memory-mapped or split in one call),
+never per-entry JSON. `segment.json` lists every
 file with its size and sha256; loading never executes code (no pickle).
 
 `SegmentData` is a segment in memory: what the writer fills, what `save` writes, and what the
