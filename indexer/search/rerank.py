@@ -223,29 +223,34 @@ def rerank(index: Index, q: Query, rows: np.ndarray, scores: np.ndarray) -> np.n
     out = scores.copy()
     # File coherence: how many candidates share the file (top of the fused list only).
     top = np.argsort(-scores)[:50]
-    file_counts: dict[int, int] = {}
-    for f in files[top].tolist():
-        file_counts[f] = file_counts.get(f, 0) + 1
     # Per-file factors once per file, not once per candidate.
-    factor: dict[int, float] = {}
-    named = PathWords(q)
-    for f in set(files.tolist()):
-        mult = 1.0
-        if w["path"]:
-            mult *= 1.0 + w["path"] * path_match(index, f, q, named)
-            # A report's dotted names are mostly its imports (context, not the fault).
-            if (q.paths and names_path(index.files[f]["path"], q.paths)) or (
-                q.dotted and not q.issue_sized and names_module(index.files[f]["path"], q.dotted)
-            ):
-                mult *= 1.0 + w["path"]
-            if q.symbol_like and named_exactly(index.files[f]["path"], q.identifiers):
-                mult *= 1.0 + 0.5 * w["path"]
-        if w["coherence"]:
-            mult *= 1.0 + w["coherence"] * math.log1p(max(0, file_counts.get(f, 1) - 1))
-        factor[f] = mult
+    unique, inverse = np.unique(files, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    unique_files = unique.tolist()
+    factor = np.ones(len(unique_files), dtype=np.float64)
+    if w["path"]:
+        named = PathWords(q)
+        matched = [path_match(index, f, q, named) for f in unique_files]
+        factor *= 1.0 + w["path"] * np.asarray(matched, dtype=np.float64)
+        # A report's dotted names are mostly its imports (context, not the fault).
+        dotted = q.dotted and not q.issue_sized
+        if q.paths or dotted or q.symbol_like:
+            for j, f in enumerate(unique_files):
+                path = index.files[f]["path"]
+                if (q.paths and names_path(path, q.paths)) or (
+                    dotted and names_module(path, q.dotted)
+                ):
+                    factor[j] *= 1.0 + w["path"]
+                if q.symbol_like and named_exactly(path, q.identifiers):
+                    factor[j] *= 1.0 + 0.5 * w["path"]
+    if w["coherence"]:
+        # How many candidates share the file (top of the fused list only).
+        shared = np.bincount(inverse[top], minlength=len(unique_files))
+        log1p = np.asarray([math.log1p(n) for n in range(len(top))], dtype=np.float64)
+        factor *= 1.0 + w["coherence"] * log1p[np.maximum(shared - 1, 0)]
     flags = corrected_flags(index, files, flags)
     bad_rows = (flags & ~np.uint8((asked | FLAG_DATA) & 0xFF)) != 0
-    out *= np.fromiter((factor[f] for f in files.tolist()), dtype=np.float64, count=len(rows))
+    out *= factor[inverse]
     out[bad_rows] *= w["demote"]
     if not asked & FLAG_DATA:
         out *= data_demotion(index, q, files, flags)
