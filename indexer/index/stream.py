@@ -13,7 +13,6 @@ space is path-ordered whatever the segments: indexer/index/reader.py).
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any
@@ -74,12 +73,9 @@ class SegmentStream:
         files: list[FreshFile | CopiedFile | BuiltFile] = [*self.pending, *(others or [])]
         if not files:
             return
-        facts = dict(facts or {})
-        for f in self.pending:  # the worker's graph facts travel as compact JSON
-            facts[f.path] = json.loads(f.result.graph or b"{}")
-        data = assemble(files, self.table, facts, self.ranges)
+        data = assemble(files, self.table, facts or {}, self.ranges)
         self.pending, self.pending_chunks = [], 0
-        del files, facts
+        del files
         writer = SegmentWriter(self.index_dir)
         self.writers.append(writer)
         data.save(writer.path)
