@@ -124,13 +124,12 @@ class RowSpace:
         if self.identity:
             return np.asarray(self.segments[0].chunk_file, dtype=np.int32)
         if self.concatenated:
-            first = np.cumsum([0] + [s.n_files for s in self.segments[:-1]])
-            return np.concatenate(
-                [
-                    np.asarray(s.chunk_file, dtype=np.int32) + int(f)
-                    for s, f in zip(self.segments, first.tolist(), strict=True)
-                ]
-            ).astype(np.int32)
+            first = np.cumsum([0] + [s.n_files for s in self.segments])[:-1]
+            parts = [
+                np.asarray(s.chunk_file, dtype=np.int32) + int(f)
+                for s, f in zip(self.segments, first.tolist(), strict=True)
+            ]
+            return np.concatenate([*parts, np.zeros(0, np.int32)]).astype(np.int32)
         lengths = np.diff(self.file_starts)
         return np.repeat(np.arange(self.n_files, dtype=np.int32), lengths)
 
