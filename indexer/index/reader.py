@@ -17,14 +17,14 @@ import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from functools import cached_property
 from pathlib import Path
-from typing import Any, overload
+from typing import Any
 
 import numpy as np
 
 from ..errors import CorruptIndexError
 from .dense import CodeScan, DenseIndex, decode
 from .graph.model import FileGraph
-from .segment import REBUILD, Lines, Segment, SegmentData
+from .segment import REBUILD, LazySequence, Lines, Segment, SegmentData
 from .store import read_generation, segment_dir
 
 # `src/<name>/...` and `lib/<name>/...`: <name>; any other `<top>/...`: <top>.
@@ -265,7 +265,7 @@ def _in_path_order(parts: Sequence[tuple[Segment, Iterable[str]]]) -> bool:
     return True
 
 
-class Chain(Sequence[str]):
+class Chain(LazySequence[str]):
     """Columns of several segments end to end, read where asked (bisection works on it)."""
 
     def __init__(self, parts: Sequence[Sequence[str]]) -> None:
@@ -275,17 +275,7 @@ class Chain(Sequence[str]):
     def __len__(self) -> int:
         return int(self.starts[-1])
 
-    @overload
-    def __getitem__(self, i: int) -> str: ...
-    @overload
-    def __getitem__(self, i: slice) -> list[str]: ...
-    def __getitem__(self, i: int | slice) -> str | list[str]:
-        if isinstance(i, slice):
-            return [self[j] for j in range(*i.indices(len(self)))]
-        if i < 0:
-            i += len(self)
-        if not 0 <= i < len(self):
-            raise IndexError(i)
+    def _item(self, i: int) -> str:
         k = bisect.bisect_right(self.starts, i) - 1
         value: str = self.parts[k][i - int(self.starts[k])]
         return value
@@ -294,13 +284,8 @@ class Chain(Sequence[str]):
         for part in self.parts:
             yield from part
 
-    def __eq__(self, other: object) -> bool:  # as the list it stands for
-        return isinstance(other, Sequence) and list(self) == list(other)
 
-    __hash__ = None  # type: ignore[assignment]
-
-
-class FileRecords(Sequence[dict[str, Any]]):
+class FileRecords(LazySequence[dict[str, Any]]):
     """`space.files[f]`: the record of file f, made when asked (cached)."""
 
     def __init__(self, space: RowSpace) -> None:
@@ -310,26 +295,11 @@ class FileRecords(Sequence[dict[str, Any]]):
     def __len__(self) -> int:
         return self.space.n_files
 
-    @overload
-    def __getitem__(self, f: int) -> dict[str, Any]: ...
-    @overload
-    def __getitem__(self, f: slice) -> list[dict[str, Any]]: ...
-    def __getitem__(self, f: int | slice) -> dict[str, Any] | list[dict[str, Any]]:
-        if isinstance(f, slice):
-            return [self[i] for i in range(*f.indices(len(self)))]
-        if f < 0:
-            f += len(self)
-        if not 0 <= f < len(self):
-            raise IndexError(f)
+    def _item(self, f: int) -> dict[str, Any]:
         record = self._made.get(f)
         if record is None:
             record = self._made[f] = self.space.file_record(f)
         return record
-
-    def __eq__(self, other: object) -> bool:  # as the list it stands for
-        return isinstance(other, Sequence) and list(self) == list(other)
-
-    __hash__ = None  # type: ignore[assignment]
 
 
 class BlobOf(Mapping[str, str]):

@@ -25,7 +25,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any, overload
+from typing import Any, TypeVar, overload
 
 import numpy as np
 
@@ -43,6 +43,8 @@ from .graph.facts import (
 )
 from .graph.model import FileGraph
 from .store import fsync_files
+
+T = TypeVar("T")
 
 SEGMENT_FORMAT = 4  # 4: vectors as plain uint8 codes (dense_codes.npy), no FAISS file
 SEGMENT_MANIFEST = "segment.json"
@@ -81,7 +83,34 @@ def read_lines(path: Path, count: int) -> list[str]:
     return values
 
 
-class Lines(Sequence[str]):
+class LazySequence(Sequence[T]):
+    """A sequence whose items are made when read: slices, negative indexes and equality as a
+    list's; subclasses give `_item(i)` for 0 <= i < len."""
+
+    def _item(self, i: int) -> T:
+        raise NotImplementedError
+
+    @overload
+    def __getitem__(self, i: int) -> T: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[T]: ...
+    def __getitem__(self, i: int | slice) -> T | list[T]:
+        if isinstance(i, slice):
+            return [self._item(j) for j in range(*i.indices(len(self)))]
+        n = len(self)
+        if i < 0:
+            i += n
+        if not 0 <= i < n:
+            raise IndexError(i)
+        return self._item(i)
+
+    def __eq__(self, other: object) -> bool:  # as the list it stands for
+        return isinstance(other, Sequence) and list(self) == list(other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+class Lines(LazySequence[str]):
     """A text column read lazily: `column[i]` decodes line i alone. The file is memory-mapped
     and its line starts found by one numpy pass, so opening a 157k-row column costs ~1 ms
     instead of decoding and splitting every value; iterating decodes it all, once."""
@@ -104,33 +133,17 @@ class Lines(Sequence[str]):
     def __len__(self) -> int:
         return len(self.starts) - 1
 
-    @overload
-    def __getitem__(self, i: int) -> str: ...
-    @overload
-    def __getitem__(self, i: slice) -> list[str]: ...
-    def __getitem__(self, i: int | slice) -> str | list[str]:
-        if isinstance(i, slice):
-            return [self[j] for j in range(*i.indices(len(self)))]
+    def _item(self, i: int) -> str:
         if self._all is not None:
             return self._all[i]
         self._reads += 1
         if self._reads > 64 and self._reads * 16 > len(self):  # most of it: decode it all
             return self.tolist()[i]
-        n = len(self)
-        if i < 0:
-            i += n
-        if not 0 <= i < n:
-            raise IndexError(i)
         start, end = int(self.starts[i]), int(self.starts[i + 1]) - 1
         return bytes(self.data[start:end]).decode("utf-8")
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.tolist())
-
-    def __eq__(self, other: object) -> bool:  # as the list it stands for
-        return isinstance(other, Sequence) and list(self) == list(other)
-
-    __hash__ = None  # type: ignore[assignment]
 
     def tolist(self) -> list[str]:
         if self._all is None:
