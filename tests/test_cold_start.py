@@ -15,7 +15,7 @@ from .conftest import SAMPLE_FILES, MakeRepo, commit_all, run_cli, write_files
 
 # Modules a search of a clean working tree never needs: FAISS (numpy scans the codes),
 # pygit2 (git status runs as a subprocess), tree-sitter (nothing to chunk), the MCP server,
-# the build's process pools, OpenSSL's hashlib, argparse's shutil.
+# the build's process pools, OpenSSL's hashlib, argparse's shutil, numpy's masked arrays.
 NOT_NEEDED = (
     "faiss",
     "pygit2",
@@ -26,6 +26,7 @@ NOT_NEEDED = (
     "dask",
     "hashlib",
     "shutil",
+    "numpy.ma",
 )
 
 PROBE = """
@@ -35,7 +36,7 @@ try:
     runpy.run_module("indexer", run_name="__main__")
 except SystemExit as done:
     code = done.code
-loaded = sorted({m.split(".")[0] for m in sys.modules} & set(json.loads(sys.stdin.read())))
+loaded = sorted(m for m in json.loads(sys.stdin.read()) if m in sys.modules)
 print("PROBE " + json.dumps({"code": code, "loaded": loaded}), file=sys.stderr)
 """
 

@@ -71,7 +71,7 @@ def compound_words(index: Index, q: Query, files: np.ndarray, flags: np.ndarray)
     if q.issue_sized or not q.compounds:
         return set()
     out: set[str] = set()
-    for f in np.unique(files[flags == 0]).tolist():
+    for f in sorted(set(files[flags == 0].tolist())):  # np.unique would import numpy.ma
         name = index.files[f]["path"].rsplit("/", 1)[-1].rsplit(".", 1)[0]
         words = q.compounds.get(name.lower().replace("_", "").replace("-", ""))
         if words:
