@@ -15,10 +15,11 @@ import json
 import os
 import time
 from dataclasses import dataclass
-from functools import cached_property
 from itertools import repeat
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from ..errors import IndexerError
 from ..source.chunker import CHUNKER_VERSION, materialize, path_stem
@@ -38,7 +39,7 @@ from .cluster import run_batches
 from .graph.write import extract_facts
 from .pipeline import BuildContext, record_documents, static_table
 from .reader import open_generation
-from .segment import Segment
+from .segment import Lines, Segment
 from .store import (
     current_generation,
     default_index_dir,
@@ -85,15 +86,27 @@ class Base:
                 i += 1
         return None
 
-    @cached_property
-    def content(self) -> dict[tuple[str, str, str], tuple[Segment, int]]:
-        """(blob, language, stem) -> a stored file: the chunks of a renamed file (ids follow
-        the path, module chunks the stem). Built only when an added file needs it."""
-        found: dict[tuple[str, str, str], tuple[Segment, int]] = {}
-        for segment, _ in self.parts:
-            for i, (path, blob) in enumerate(zip(segment.paths, segment.blobs, strict=True)):
-                found[(blob, segment.languages[i], path_stem(path))] = (segment, i)
-        return found
+    def same_content(self, blob: str, language: str, stem: str) -> tuple[Segment, int] | None:
+        """A stored file with this blob, language and path stem (the last one, segments in
+        order): a renamed file's chunks (ids follow the path, module chunks the stem). Found by
+        searching each segment's blob column for the blob, not by a table of every file."""
+        needle = blob.encode("ascii")
+        for segment, _ in reversed(self.parts):
+            blobs = segment.blobs
+            if not isinstance(blobs, Lines):
+                found = [i for i, b in enumerate(blobs) if b == blob]
+            else:
+                found = []
+                at = blobs.data.find(needle)
+                while at >= 0:
+                    i = int(np.searchsorted(blobs.starts, at, side="right")) - 1
+                    if int(blobs.starts[i]) == at and blobs[i] == blob:
+                        found.append(i)
+                    at = blobs.data.find(needle, at + 1)
+            for i in reversed(found):
+                if segment.languages[i] == language and path_stem(segment.paths[i]) == stem:
+                    return segment, i
+        return None
 
 
 def open_base(index_dir: Path, card: Any) -> Base | None:
@@ -165,10 +178,10 @@ def build(
         elif base is not None and (at := base.stored_at(f.path, f.blob)) is not None:
             stored[f.path] = f
             stored_files[f.path] = at
-        elif base is not None and (key := (f.blob, f.language or "text", path_stem(f.path))) in (
-            base.content
+        elif base is not None and (
+            same := base.same_content(f.blob, f.language or "text", path_stem(f.path))
         ):
-            renamed[f.path] = (f, stored_entry(*base.content[key]))
+            renamed[f.path] = (f, stored_entry(*same))
         else:
             to_chunk.append(f)
 
