@@ -127,7 +127,7 @@ class DenseIndex:
 # Above this many rows a query first scans the leading COARSE_DIMS codes of every row (a quarter
 # of the bytes) for COARSE_FACTOR x k candidates, then ranks those by their full codes: the scan
 # that grows with the corpus reads a quarter as much (docs/benchmarks.md: the recall it costs).
-COARSE_ROWS = int(os.environ.get("INDEXER_DENSE_COARSE_ROWS", "50000"))
+COARSE_ROWS = int(os.environ.get("INDEXER_DENSE_COARSE_ROWS", "20000"))
 COARSE_DIMS = 96
 COARSE_FACTOR = 3
 
