@@ -89,8 +89,9 @@ class RowSpace:
         return whole[self.global_to_cat]
 
     def gather_list(self, column: str) -> list[str]:
-        if self.identity:
-            return list(getattr(self.segments[0], column))
+        if self.identity:  # the segment's own list (read-only for every caller): no copy
+            values: list[str] = getattr(self.segments[0], column)
+            return values
         whole: list[str] = []
         for s in self.segments:
             whole.extend(getattr(s, column))
