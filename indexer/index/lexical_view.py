@@ -27,12 +27,15 @@ from .lexical import K1, B
 from .reader import RowSpace
 
 
+PREAD_MIN = 1 << 20  # smaller postings (an update's segment) are read through their map
+
+
 def read_spans(array: np.ndarray, starts: np.ndarray, lens: np.ndarray) -> np.ndarray:
     """array[start:start + len] of each span, end to end. A memory-mapped array is read with
     pread, not through its map, so the postings a query reads do not stay resident in the
     process (a long-lived one would otherwise end up holding every common term's pages)."""
     path = getattr(array, "filename", None)
-    if path is None or not hasattr(os, "preadv"):
+    if path is None or len(array) < PREAD_MIN or not hasattr(os, "preadv"):
         # Positions of every posting of the spans, without a Python loop per span.
         before = np.cumsum(lens) - lens
         idx = np.arange(int(lens.sum()), dtype=np.int64) + np.repeat(starts - before, lens)
