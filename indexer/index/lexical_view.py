@@ -26,7 +26,6 @@ from .integrity import REBUILD
 from .lexical import K1, B
 from .reader import RowSpace
 
-
 PREAD_MIN = 1 << 20  # smaller postings (an update's segment) are read through their map
 
 
