@@ -24,6 +24,7 @@ from indexer.eval.tuning import (
     config_with,
     cross_validate,
     dense_documents,
+    same_fold_choice,
     score_rows,
     with_vectors,
 )
@@ -245,6 +246,35 @@ def test_cross_validation_by_repository() -> None:
     assert cv["held_out"] == {"r1": 0.2, "r2": 0.0, "r3": 0.0}
     assert cv["cv_score"] == pytest.approx(0.2 / 3)
     assert score_rows(results["b"], {"r1", "r3"}) == pytest.approx(0.6)
+
+
+def test_same_fold_choice_ships_the_best_held_out_candidate() -> None:
+    def rows(values: dict[str, float]) -> list[dict[str, object]]:
+        return [{"group": g, "file_recall@10": v, "mrr": v} for g, v in values.items()]
+
+    defaults = rows({"r1": 0.6, "r2": 0.6, "r3": 0.6})
+    current = rows({"r1": 0.5, "r2": 0.7, "r3": 0.5})
+    # The tuned candidate is best in-sample but overfits: its selection scores 0.07 on
+    # held-out repositories, below both fixed settings on the same folds.
+    overfit = rows({"r1": 1.0, "r2": 0.9, "r3": 0.0})
+    cv = cross_validate({"tuned": overfit, "b": rows({"r1": 0.2, "r2": 0.0, "r3": 1.0})})
+    choice = same_fold_choice({"current": current, "defaults": defaults}, cv)
+    assert choice["winner"] == "defaults" and choice["runner_up"] == "current"
+    assert choice["held_out"] == {"current": 0.5667, "defaults": 0.6, "tuned": 0.0667}
+    assert choice["margin"] == pytest.approx(0.0333) and choice["folds"] == 3
+
+    # A tuned selection that holds up on every fold wins, by its held-out margin.
+    good = rows({"r1": 0.8, "r2": 0.8, "r3": 0.7})
+    choice = same_fold_choice(
+        {"current": current, "defaults": defaults}, cross_validate({"t": good})
+    )
+    assert choice["winner"] == "tuned" and choice["margin"] == pytest.approx(0.1667)
+
+    # A tie goes to the fixed candidate listed first, never to the tuned one.
+    choice = same_fold_choice(
+        {"current": defaults, "defaults": defaults}, cross_validate({"t": defaults})
+    )
+    assert choice["winner"] == "current" and choice["margin"] == 0.0
 
 
 def test_case_groups_default_to_tree_name(tmp_path: Path) -> None:

@@ -42,6 +42,18 @@ CASES = [
         '    """The client sends the requests, a test of the client."""\n'
         "    return [client.send(request) for request in requests]\n",
     ),
+    # "test" in "the test client" names `testclient.py`: it does not ask for the test suite,
+    # which stays demoted below the project's own code.
+    (
+        "how does the test client simulate requests",
+        "pkg/testclient.py",
+        "class InProcess:\n    def get(self, url):\n        return self.app(url)\n",
+        "tests/test_requests.py",
+        "def test_client_simulates_requests(client):\n"
+        '    """The test client simulates requests: how does it simulate them?"""\n'
+        "    requests = [client.get('/') for _ in range(3)]  # simulate requests\n"
+        "    assert all(r.status_code == 200 for r in requests)\n",
+    ),
     # A dotted name spells the module's path.
     (
         "how std.fs.cwd opens the current working directory",

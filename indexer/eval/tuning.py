@@ -185,6 +185,35 @@ def cross_validate(results: Mapping[str, Sequence[Mapping[str, Any]]]) -> dict[s
     }
 
 
+def same_fold_choice(
+    fixed: Mapping[str, Sequence[Mapping[str, Any]]], tuned_cv: Mapping[str, Any]
+) -> dict[str, Any]:
+    """Which candidate to ship: fixed settings (built-in defaults, the current file) or the tuned
+    selection, each scored on the same held-out repositories.
+
+    A fixed setting involves no selection, so its held-out score on a repository is its score
+    there; the tuned one's is the cross-validated score of the selection (`cross_validate`). Ties
+    go to the earlier entry of `fixed` (list first what changes least), the tuned one last: an
+    in-sample gain that does not carry over to held-out repositories is not worth shipping.
+    """
+    groups = list(tuned_cv["held_out"])
+    scores = {
+        name: statistics.fmean(score_rows(rows, {g}) for g in groups) if groups else 0.0
+        for name, rows in fixed.items()
+    }
+    scores["tuned"] = float(tuned_cv["cv_score"])
+    ranked = sorted(scores, key=lambda n: -round(scores[n], 9))  # stable: ties keep the order
+    winner = ranked[0]
+    runner_up = ranked[1] if len(ranked) > 1 else winner
+    return {
+        "winner": winner,
+        "runner_up": runner_up,
+        "margin": round(scores[winner] - scores[runner_up], 4),
+        "held_out": {n: round(v, 4) for n, v in scores.items()},
+        "folds": len(groups),
+    }
+
+
 def coordinate_search(
     sets: Sequence[EvalSet],
     base: FusionConfig,

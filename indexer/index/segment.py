@@ -35,7 +35,13 @@ from ..errors import CorruptIndexError
 from . import integrity
 from .dense import FILES as DENSE_FILES
 from .dense import DenseIndex
-from .graph.facts import FACTS_FILE_NAMES, FactsMapping, read_facts, write_facts
+from .graph.facts import (
+    FACTS_FILE_NAMES,
+    EncodedFacts,
+    FactsMapping,
+    read_facts,
+    write_facts,
+)
 from .graph.model import FileGraph
 
 SEGMENT_FORMAT = 4  # 4: vectors as plain uint8 codes (dense_codes.npy), no FAISS file
@@ -104,6 +110,8 @@ class SegmentData:
     scores: np.ndarray  # float32 BM25 of each posting with this segment's own statistics
     dense: DenseIndex
     graph_facts: Mapping[str, dict[str, Any]] = field(default_factory=dict)  # FileGraph.to_dict
+    # facts a build worker already encoded (written with graph_facts; not read in memory)
+    encoded_facts: list[EncodedFacts] = field(default_factory=list)
 
     def save(self, directory: Path) -> dict[str, Any]:
         """Write every file into `directory` (fsynced); returns the segment manifest."""
@@ -135,7 +143,11 @@ class SegmentData:
         np.save(directory / "bm25_doclen.npy", np.asarray(self.doc_lengths, dtype=np.float32))
         np.save(directory / "bm25_scores.npy", np.asarray(self.scores, dtype=np.float32))
         self.dense.save(directory)
-        write_facts(directory, [FileGraph.from_dict(p, d) for p, d in self.graph_facts.items()])
+        write_facts(
+            directory,
+            [FileGraph.from_dict(p, d) for p, d in self.graph_facts.items()],
+            self.encoded_facts,
+        )
         files: dict[str, Any] = {}
         for item in sorted(directory.iterdir()):
             with item.open("rb") as fh:

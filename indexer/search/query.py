@@ -70,6 +70,16 @@ class Query:
         return frozenset({*terms, *joined, *(stem(t) for t in terms | joined)})
 
     @cached_property
+    def compounds(self) -> dict[str, tuple[str, str]]:
+        """A file stem written as two adjacent query words ("test client" -> `testclient`, also
+        stemmed), mapped to the two words."""
+        words = [w.lower() for w in code_terms(self.text)]
+        out: dict[str, tuple[str, str]] = {}
+        for a, b in itertools.pairwise(words):
+            out[a + b] = out[stem(a) + stem(b)] = (a, b)
+        return out
+
+    @cached_property
     def path_match_prefixes(self) -> tuple[str, ...]:
         return tuple(t for t in self.match_terms if len(t) >= 6)
 

@@ -64,6 +64,21 @@ def asked_flags(terms: set[str]) -> int:
     return asked
 
 
+def compound_words(index: Index, q: Query, files: np.ndarray, flags: np.ndarray) -> set[str]:
+    """Query words that spell a candidate's file name in two ("the test client" names
+    `testclient.py`, "data class" `data_class.py`): they name that file of the project's own
+    code (no path class), they do not ask for tests or data."""
+    if q.issue_sized or not q.compounds:
+        return set()
+    out: set[str] = set()
+    for f in np.unique(files[flags == 0]).tolist():
+        name = index.files[f]["path"].rsplit("/", 1)[-1].rsplit(".", 1)[0]
+        words = q.compounds.get(name.lower().replace("_", "").replace("-", ""))
+        if words:
+            out.update(words)
+    return out
+
+
 def names_path(path: str, named: tuple[str, ...]) -> bool:
     """Whether a report names this file: a written path ends with the file's last two parts
     (or is its exact name when the name is distinctive, not `__init__.py`)."""
@@ -219,7 +234,7 @@ def rerank(index: Index, q: Query, rows: np.ndarray, scores: np.ndarray) -> np.n
     defines = index._columns["defines"]
     files = index._chunk_file[rows]
     flags = index._chunk_flags[rows]
-    asked = asked_flags(q.ask_terms - index.project_terms)
+    asked = asked_flags(q.ask_terms - index.project_terms - compound_words(index, q, files, flags))
     out = scores.copy()
     # File coherence: how many candidates share the file (top of the fused list only).
     top = np.argsort(-scores)[:50]
