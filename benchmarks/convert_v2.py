@@ -75,7 +75,7 @@ def convert(snapshot: Path, index_dir: Path) -> Path:
         tfs=tfs,
         doc_lengths=lengths,
         scores=own_scores(indptr, docs, tfs, lengths),
-        dense=DenseIndex.load(snapshot, mmap=False),
+        dense=old_dense(snapshot),
         graph_facts=facts,
     )
     writer = SegmentWriter(index_dir)
@@ -89,6 +89,17 @@ def convert(snapshot: Path, index_dir: Path) -> Path:
     return publish_generation(
         index_dir, {**generation, "segments": entries, **summary(index_dir, entries, skipped)}
     )
+
+
+def old_dense(snapshot: Path) -> DenseIndex:
+    """The vectors of a v1 snapshot's FAISS file as v4 codes (the same codes)."""
+    import faiss
+
+    index = faiss.read_index(str(snapshot / "dense.faiss"))
+    inner = faiss.downcast_index(index.index)
+    trained = faiss.vector_to_array(inner.sq.trained)
+    codes = faiss.vector_to_array(inner.codes).reshape(index.ntotal, -1)
+    return DenseIndex(codes, np.asarray(-trained[: inner.d], dtype=np.float32))
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ from typing import Any
 from ..api import Index
 from ..errors import IndexerError
 from ..index.dense import DenseIndex
+from ..index.reader import DenseView
 from ..index.tokens import code_terms, path_terms
 from ..index.vectors import StaticVectors
 from ..search.fusion import FusionConfig
@@ -56,9 +57,8 @@ def with_vectors(index: Index, table: StaticVectors, documents: Sequence[Sequenc
     FAISS index type) at a fraction of the cost: chunking and BM25 are reused.
     """
     view = Index(index.snapshot, index.fusion, vectors=table)
-    view.__dict__["dense"] = DenseIndex.build(
-        table.embed_many(documents), view._fids, table.quantizer_ranges()
-    )
+    codes = DenseIndex.build(table.embed_many(documents), table.quantizer_ranges())
+    view.__dict__["dense"] = DenseView(view.space, codes)
     return view
 
 

@@ -1,114 +1,160 @@
-"""Dense retrieval: chunk vectors in FAISS (IndexIDMap2 over inner product, 64-bit ids).
+"""Dense retrieval: chunk vectors as 8-bit codes, scanned by FAISS at query time.
 
-Vectors are stored as 8-bit codes (IndexScalarQuantizer, QT_8bit): a quarter of float32, and
-a scan reads half the bytes of fp16. The per-dimension ranges are not trained on the corpus but
-come from the static vector table (`StaticVectors.quantizer_ranges`), so a vector's code does
-not depend on the other chunks: decoding and re-adding a kept vector gives the same code, and an
-incremental update stays byte-identical to a full build. Cosine = inner product of unit vectors.
+On disk a segment's vectors are two plain arrays: `dense_codes.npy` (uint8, one row of `dim`
+codes per chunk, in row order) and `dense_ranges.npy` (float32 per-dimension half-width of the
+code range). The ranges are not trained on the corpus but come from the static vector table
+(`StaticVectors.quantizer_ranges`), so a vector's code does not depend on the other chunks:
+decoding and re-encoding a kept vector gives the same code, and an incremental update stays
+byte-identical to a full build. Encoding is numpy alone, bit for bit FAISS's `QT_8bit` scalar
+quantizer with those ranges, so writing a segment (an `indexer update`) never imports FAISS.
+
+The query side (indexer/index/reader.py `DenseView`) hands the codes of every live row, in
+global row order, to one FAISS `IndexScalarQuantizer` (SIMD scan of the codes as they are):
+one scan per query whatever the number of segments. Cosine = inner product of unit vectors.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 
-FILE = "dense.faiss"
+CODES = "dense_codes.npy"
+RANGES = "dense_ranges.npy"
+FILES = (CODES, RANGES)
+LEVELS = np.float32(255.0)  # QT_8bit: codes 0..255
 
 
 def faiss_id(chunk_id: str) -> int:
-    """Stable signed 64-bit FAISS id derived from the chunk id (a 64-bit hex digest)."""
+    """Stable signed 64-bit id derived from the chunk id (a 64-bit hex digest)."""
     return int(chunk_id, 16) & 0x7FFF_FFFF_FFFF_FFFF
 
 
+def encode(vectors: np.ndarray, ranges: np.ndarray) -> np.ndarray:
+    """uint8 codes of float vectors: FAISS QT_8bit's arithmetic (float32, clip, truncate)."""
+    vmin = -ranges.astype(np.float32)
+    vdiff = (2 * ranges).astype(np.float32)
+    x = np.asarray(vectors, dtype=np.float32)
+    safe = np.where(vdiff != 0, vdiff, np.float32(1))
+    unit = np.where(vdiff != 0, (x - vmin) / safe, np.float32(0))
+    np.clip(unit, 0, 1, out=unit)
+    return np.asarray(LEVELS * unit, dtype=np.float32).astype(np.uint8)
+
+
+def decode(codes: np.ndarray, ranges: np.ndarray) -> np.ndarray:
+    """float32 vectors of codes (the centre of each code's bucket, as FAISS decodes)."""
+    vdiff = (2 * ranges).astype(np.float32)
+    unit = (np.asarray(codes, dtype=np.float32) + np.float32(0.5)) / LEVELS
+    return np.asarray(-ranges.astype(np.float32) + unit * vdiff, dtype=np.float32)
+
+
 class DenseIndex:
-    def __init__(self, index: object) -> None:
-        self.index = index
+    """One segment's codes (memory-mapped when read from disk) and their ranges."""
+
+    def __init__(self, codes: np.ndarray, ranges: np.ndarray) -> None:
+        self.codes = codes
+        self.ranges = np.asarray(ranges, dtype=np.float32)
 
     @classmethod
-    def build(cls, vectors: np.ndarray, ids: np.ndarray, ranges: np.ndarray) -> DenseIndex:
+    def build(cls, vectors: np.ndarray, ranges: np.ndarray) -> DenseIndex:
         """`ranges`: per-dimension half-width of the code range (values are clipped to it)."""
-        import faiss
-
-        dim = int(vectors.shape[1])
-        inner = faiss.IndexScalarQuantizer(
-            dim, faiss.ScalarQuantizer.QT_8bit, faiss.METRIC_INNER_PRODUCT
-        )
-        trained = np.concatenate([-ranges, 2 * ranges]).astype(np.float32)  # (vmin, vdiff)
-        faiss.copy_array_to_vector(trained, inner.sq.trained)
-        inner.is_trained = True
-        index = faiss.IndexIDMap2(inner)
-        if len(ids):
-            index.add_with_ids(
-                np.ascontiguousarray(vectors, dtype=np.float32),
-                np.ascontiguousarray(ids, dtype=np.int64),
-            )
-        return cls(index)
-
-    def search(self, query: np.ndarray, k: int, skip: Any = None) -> tuple[np.ndarray, np.ndarray]:
-        """(similarities, ids) of the k nearest chunks; ids of -1 are padding. `skip`: from
-        `skipping`, ids the scan passes over (the k nearest of the others, exactly)."""
-        q = query.reshape(1, -1).astype(np.float32)
-        if skip is None:
-            sims, ids = self.index.search(q, k)  # type: ignore[attr-defined]
-        else:
-            sims, ids = self.index.search(q, k, params=skip[0])  # type: ignore[attr-defined]
-        return sims[0], ids[0]
-
-    @staticmethod
-    def skipping(ids: np.ndarray) -> Any:
-        """Search parameters that skip `ids` (deleted or masked rows) during the scan."""
-        import faiss
-
-        batch = faiss.IDSelectorBatch(np.ascontiguousarray(ids, dtype=np.int64))
-        selector = faiss.IDSelectorNot(batch)
-        params = faiss.SearchParameters()
-        params.sel = selector
-        return params, selector, batch  # FAISS keeps no references: these keep them alive
-
-    def reconstruct(self, ids: np.ndarray) -> np.ndarray:
-        keys = np.ascontiguousarray(ids, dtype=np.int64)
-        return np.asarray(self.index.reconstruct_batch(keys), dtype=np.float32)  # type: ignore[attr-defined]
-
-    def stored(self) -> tuple[np.ndarray, np.ndarray]:
-        """(ids, fp16 vectors) in insertion order, decoded from the index's codes."""
-        import faiss
-
-        ids = faiss.vector_to_array(self.index.id_map).astype(np.int64)  # type: ignore[attr-defined]
-        inner = faiss.downcast_index(self.index.index)  # type: ignore[attr-defined]
-        codes = faiss.vector_to_array(inner.codes).reshape(len(ids), -1)  # type: ignore[attr-defined]
-        if not len(ids):
-            return ids, np.zeros((0, inner.d), dtype=np.float16)
-        return ids, np.asarray(inner.sa_decode(codes), dtype=np.float16)
-
-    def code_ranges(self) -> np.ndarray:
-        """The per-dimension ranges the codes were made with (`build`'s `ranges`)."""
-        import faiss
-
-        inner = faiss.downcast_index(self.index.index)  # type: ignore[attr-defined]
-        trained = faiss.vector_to_array(inner.sq.trained)  # type: ignore[attr-defined]
-        return np.asarray(-trained[: len(trained) // 2], dtype=np.float32)  # vmin = -ranges
+        ranges = np.asarray(ranges, dtype=np.float32)
+        vectors = np.asarray(vectors, dtype=np.float32).reshape(-1, len(ranges))
+        return cls(encode(vectors, ranges), ranges)
 
     @property
     def ntotal(self) -> int:
-        return int(self.index.ntotal)  # type: ignore[attr-defined]
+        return int(self.codes.shape[0])
+
+    @property
+    def dim(self) -> int:
+        return int(self.ranges.shape[0])
+
+    def stored(self) -> np.ndarray:
+        """fp16 vectors in row order, decoded from the codes."""
+        return decode(self.codes, self.ranges).astype(np.float16)
+
+    def code_ranges(self) -> np.ndarray:
+        """The per-dimension ranges the codes were made with (`build`'s `ranges`)."""
+        return self.ranges
+
+    def reconstruct(self, rows: np.ndarray) -> np.ndarray:
+        """Decoded vectors of local rows."""
+        return decode(self.codes[np.asarray(rows, dtype=np.int64)], self.ranges)
+
+    def blocks(self, rows: int = 16384) -> Iterator[tuple[int, np.ndarray]]:
+        """(first row, codes) of consecutive blocks of rows. Read from the file, not through
+        the memory map, when the codes are on disk: a map would leave every page resident."""
+        codes = self.codes
+        path = getattr(codes, "filename", None)
+        if path is None:
+            for start in range(0, self.ntotal, rows):
+                yield start, np.asarray(codes[start : start + rows])
+            return
+        width = self.dim
+        with open(path, "rb") as fh:
+            fh.seek(int(getattr(codes, "offset", 0)))
+            for start in range(0, self.ntotal, rows):
+                count = min(rows, self.ntotal - start)
+                block = np.fromfile(fh, dtype=np.uint8, count=count * width)
+                yield start, block.reshape(count, width)
 
     def save(self, directory: Path) -> None:
-        import faiss
-
-        faiss.write_index(self.index, str(directory / FILE))  # type: ignore[call-overload]
+        np.save(directory / CODES, np.ascontiguousarray(self.codes, dtype=np.uint8))
+        np.save(directory / RANGES, self.ranges)
 
     @classmethod
-    def load(cls, directory: Path, mmap: bool = True) -> DenseIndex:
+    def load(cls, directory: Path, rows: int) -> DenseIndex:
+        """Memory-mapped: a process reads only the pages it touches, and processes share them."""
+        from ..errors import CorruptIndexError
+        from .integrity import REBUILD
+
+        ranges = np.load(directory / RANGES, allow_pickle=False)
+        codes = np.load(directory / CODES, allow_pickle=False, mmap_mode="r")
+        if (
+            ranges.ndim != 1
+            or ranges.dtype != np.float32
+            or codes.dtype != np.uint8
+            or codes.shape != (rows, len(ranges))
+        ):
+            raise CorruptIndexError(f"index file {CODES} is damaged; {REBUILD}")
+        return cls(codes, ranges)
+
+
+class CodeScan:
+    """Codes of many rows in one FAISS scalar-quantizer index: `search` scans them all with
+    FAISS's SIMD kernel and returns positions in `codes`' row order."""
+
+    def __init__(self, n: int, ranges: np.ndarray, fill: Iterator[tuple[Any, np.ndarray]]) -> None:
+        """`fill`: (positions, codes of those positions) pairs that cover all n positions."""
         import faiss
 
         # One query at a time: OpenMP thread start-up costs more than the scan itself.
         faiss.omp_set_num_threads(1)
-        # Memory-mapped: a cold search reads only the pages it scans, and processes share them.
-        try:
-            flags = faiss.IO_FLAG_MMAP if mmap else 0
-            index = faiss.read_index(str(directory / FILE), flags)
-        except RuntimeError:
-            index = faiss.read_index(str(directory / FILE))
-        return cls(index)
+        dim = int(len(ranges))
+        index = faiss.IndexScalarQuantizer(
+            dim, faiss.ScalarQuantizer.QT_8bit, faiss.METRIC_INNER_PRODUCT
+        )
+        trained = np.concatenate([-ranges, 2 * ranges]).astype(np.float32)  # (vmin, vdiff)
+        faiss.copy_array_to_vector(trained, index.sq.trained)
+        index.is_trained = True
+        if n:
+            # Filled in place, block by block: no second copy of the table in memory.
+            index.codes.resize(n * dim)
+            target = np.asarray(faiss.rev_swig_ptr(index.codes.data(), n * dim)).reshape(n, dim)
+            for positions, codes in fill:
+                target[positions] = codes
+        else:
+            target = np.zeros((0, dim), dtype=np.uint8)
+        index.ntotal = n
+        self.index: Any = index
+        self.codes = target  # a view of the index's codes, row by row
+        self.n = n
+
+    def search(self, query: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """(similarities, rows) of the k nearest rows, best first; rows of -1 are padding."""
+        q = np.asarray(query, dtype=np.float32).reshape(1, -1)
+        sims, rows = self.index.search(q, min(k, self.n))
+        return sims[0], rows[0]

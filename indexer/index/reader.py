@@ -12,7 +12,7 @@ every other segment (the working-tree overlay of issue 13, see docs/freshness.md
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import CorruptIndexError
-from .dense import DenseIndex
+from .dense import CodeScan, DenseIndex, decode
 from .graph.model import FileGraph
 from .segment import REBUILD, Segment, SegmentData
 from .store import read_generation, segment_dir
@@ -160,83 +160,58 @@ class RowSpace:
 
 
 class DenseView:
-    """FAISS search over every segment's index, merged; deleted rows never come back.
+    """One FAISS scan over the codes of every live row, laid out in global row order when the
+    view is first searched: the cost of a query does not depend on the number of segments, and
+    deleted or masked rows are simply absent. Results are ordered by (similarity, row), so ties
+    do not depend on segment order."""
 
-    Results are ordered by (similarity, row), so ties do not depend on segment order."""
-
-    def __init__(self, space: RowSpace, fids: np.ndarray) -> None:
+    def __init__(self, space: RowSpace, whole: DenseIndex | None = None) -> None:
         self.space = space
-        self.fids = fids  # global row -> FAISS id
+        self.whole = whole  # codes of every row of `space` in row order (a table swapped in)
 
     @cached_property
-    def _local_lookup(self) -> list[tuple[np.ndarray, np.ndarray]]:
-        out = []
-        for s in self.space.segments:
-            fids = np.asarray(s.fids)
-            order = np.argsort(fids, kind="stable")
-            out.append((fids[order], order))
-        return out
+    def ranges(self) -> np.ndarray:
+        dense = [self.whole] if self.whole is not None else [s.dense for s in self.space.segments]
+        if not dense:
+            return np.zeros(0, dtype=np.float32)
+        if any(not np.array_equal(d.ranges, dense[0].ranges) for d in dense[1:]):
+            raise CorruptIndexError(f"segments of one index have different vector codes; {REBUILD}")
+        return dense[0].ranges
 
     @cached_property
-    def _skips(self) -> list[Any]:
-        """Per segment, FAISS parameters that skip its dead rows (None where all are live): a
-        scan then returns the k nearest live rows, however many rows are masked."""
-        out: list[Any] = []
-        for i, segment in enumerate(self.space.segments):
-            to_global = self.space.local_to_global(i)
-            if to_global is None or self.space.dead_rows[i] == 0:
-                out.append(None)
-                continue
-            out.append(DenseIndex.skipping(np.asarray(segment.fids)[to_global < 0]))
-        return out
+    def _scan(self) -> CodeScan:
+        space = self.space
+
+        def fill() -> Iterator[tuple[Any, np.ndarray]]:
+            if self.whole is not None:
+                for start, codes in self.whole.blocks():
+                    yield slice(start, start + len(codes)), codes
+                return
+            for i, segment in enumerate(space.segments):
+                to_global = space.local_to_global(i)
+                for start, codes in segment.dense.blocks():
+                    if to_global is None:
+                        yield slice(start, start + len(codes)), codes
+                    else:
+                        rows = to_global[start : start + len(codes)]
+                        live = rows >= 0
+                        yield rows[live], codes[live]
+
+        return CodeScan(space.n_rows, self.ranges, fill())
 
     def search(self, query: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-        all_sims, all_rows = [], []
-        for i, segment in enumerate(self.space.segments):
-            want = min(k, segment.n_rows - self.space.dead_rows[i])
-            if want <= 0:
-                continue
-            sims, ids = segment.dense.search(query, want, self._skips[i])
-            valid = ids >= 0
-            sims, ids = sims[valid], ids[valid]
-            sorted_fids, order = self._local_lookup[i]
-            local = order[np.clip(np.searchsorted(sorted_fids, ids), 0, len(order) - 1)]
-            to_global = self.space.local_to_global(i)
-            rows = local if to_global is None else to_global[local]
-            live = rows >= 0
-            all_sims.append(sims[live])
-            all_rows.append(rows[live])
-        if not all_sims:
+        """(similarities, global rows) of the k nearest live rows, best first."""
+        if self.space.n_rows == 0 or k <= 0:
             return np.zeros(0, dtype=np.float32), np.zeros(0, dtype=np.int64)
-        sims, rows = np.concatenate(all_sims), np.concatenate(all_rows)
-        best = np.lexsort((rows, -sims))[:k]
-        return sims[best], self.fids[rows[best]]
+        sims, rows = self._scan.search(query, k)
+        valid = rows >= 0
+        sims, rows = sims[valid], rows[valid].astype(np.int64)
+        order = np.lexsort((rows, -sims))
+        return sims[order], rows[order]
 
-    def reconstruct(self, fids: np.ndarray) -> np.ndarray:
-        """Stored vectors of live chunks by FAISS id."""
-        rows = self.space_rows(fids)
-        out = np.zeros((len(rows), 0), dtype=np.float32)
-        cats = self.space.global_to_cat[rows]
-        seg = np.searchsorted(self.space.seg_offsets, cats, side="right") - 1
-        for i, segment in enumerate(self.space.segments):
-            mine = np.nonzero(seg == i)[0]
-            if not len(mine):
-                continue
-            vecs = segment.dense.reconstruct(np.asarray(fids)[mine])
-            if out.shape[1] == 0:
-                out = np.zeros((len(rows), vecs.shape[1]), dtype=np.float32)
-            out[mine] = vecs
-        return out
-
-    @cached_property
-    def _lookup(self) -> tuple[np.ndarray, np.ndarray]:
-        order = np.argsort(self.fids, kind="stable")
-        return self.fids[order], order
-
-    def space_rows(self, fids: np.ndarray) -> np.ndarray:
-        sorted_fids, order = self._lookup
-        pos = np.searchsorted(sorted_fids, fids)
-        return order[np.clip(pos, 0, len(order) - 1)].astype(np.int64)
+    def reconstruct(self, rows: np.ndarray) -> np.ndarray:
+        """Stored (decoded) vectors of global rows."""
+        return decode(self._scan.codes[np.asarray(rows, dtype=np.int64)], self.ranges)
 
 
 def open_generation(

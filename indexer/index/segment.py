@@ -4,7 +4,7 @@ A segment holds, for its files in path order: the chunk store (one JSON metadata
 text of each chunk, with offsets and per-chunk digests), per-chunk columns (FAISS id, file,
 flags, symbol, kind, module-level names), the BM25 postings with RAW term frequencies and
 document lengths (scores need the statistics of every live segment, so they are computed at
-query time: indexer/index/lexical_view.py), the chunk vectors in FAISS, and the files' graph
+query time: indexer/index/lexical_view.py), the chunk vectors as 8-bit codes (indexer/index/dense.py), and the files' graph
 facts. Tables with one entry per chunk, file or term are .npy arrays or newline-separated text
 columns (memory-mapped or split in one call), never per-entry JSON. `segment.json` lists every
 file with its size and sha256; loading never executes code (no pickle).
@@ -32,6 +32,7 @@ import numpy as np
 
 from ..errors import CorruptIndexError
 from . import integrity
+from .dense import FILES as DENSE_FILES
 from .dense import DenseIndex
 from .graph.facts import (
     FACTS_FILE_NAMES,
@@ -42,7 +43,7 @@ from .graph.facts import (
 )
 from .graph.model import FileGraph
 
-SEGMENT_FORMAT = 3
+SEGMENT_FORMAT = 4  # 4: vectors as plain uint8 codes (dense_codes.npy), no FAISS file
 SEGMENT_MANIFEST = "segment.json"
 TEXTS = "texts_z.bin"  # chunk texts, one zlib block per file (code compresses ~5x)
 TEXT_BLOCKS = "text_blocks.npy"  # int64 (files + 1): where each file's block starts in TEXTS
@@ -59,7 +60,7 @@ REQUIRED_FILES = frozenset(
         "file_extras.json",
         "chunks.jsonl",
         TEXTS,
-        "dense.faiss",
+        *DENSE_FILES,
         *FACTS_FILE_NAMES,
     }
 )
@@ -441,7 +442,7 @@ class Segment:
     @cached_property
     def dense(self) -> DenseIndex:
         assert self.directory is not None
-        return DenseIndex.load(self.directory)
+        return DenseIndex.load(self.directory, self.n_rows)
 
     @cached_property
     def graph_facts(self) -> Mapping[str, dict[str, Any]]:

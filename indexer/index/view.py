@@ -76,7 +76,7 @@ class GenerationView:
 
     @cached_property
     def dense(self) -> DenseView:
-        return DenseView(self.space, self._fids)
+        return DenseView(self.space)
 
     @cached_property
     def _fids(self) -> np.ndarray:

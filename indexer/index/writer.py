@@ -167,7 +167,7 @@ def _add_copied(parts: _Parts, f: CopiedFile, file_index: int, row: int) -> int:
     parts.defines.extend(s.defines[start:end])
     parts.chunk_file.append(np.full(n, file_index, dtype=np.int32))
     parts.flags.append(np.asarray(s.flags[start:end]))
-    _, stored = _stored_vectors(s)
+    stored = _stored_vectors(s)
     parts.vectors.append(stored[start:end])
     _, sources, targets = parts.copied.setdefault(id(s), (s, [], []))
     sources.append(np.arange(start, end))
@@ -175,11 +175,11 @@ def _add_copied(parts: _Parts, f: CopiedFile, file_index: int, row: int) -> int:
     return n
 
 
-_DECODED: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+_DECODED: dict[int, np.ndarray] = {}
 
 
-def _stored_vectors(segment: Segment) -> tuple[np.ndarray, np.ndarray]:
-    """(ids, fp16 vectors) of a segment in row order, decoded once per assembly."""
+def _stored_vectors(segment: Segment) -> np.ndarray:
+    """fp16 vectors of a segment in row order, decoded once per assembly."""
     key = id(segment)
     if key not in _DECODED:
         _DECODED[key] = segment.dense.stored()
@@ -189,11 +189,7 @@ def _stored_vectors(segment: Segment) -> tuple[np.ndarray, np.ndarray]:
 def stored_ranges(dense: DenseIndex) -> np.ndarray:
     """The quantizer ranges a stored segment was encoded with (the table's, see dense.py):
     read back instead of computed from the whole table again (~0.1 s)."""
-    import faiss
-
-    inner = faiss.downcast_index(dense.index.index)  # type: ignore[attr-defined]
-    trained = faiss.vector_to_array(inner.sq.trained)  # type: ignore[attr-defined]
-    return np.asarray(-trained[: inner.d], dtype=np.float32)
+    return dense.code_ranges()
 
 
 def assemble(
@@ -289,10 +285,9 @@ def _dense(
     if parts.fresh_dense:
         rows = np.asarray(parts.fresh_rows, dtype=np.int64)
         vectors[rows] = table.embed_many(parts.fresh_dense)
-    fids = np.concatenate(parts.fids) if parts.fids else np.zeros(0, dtype=np.int64)
     if ranges is None:
         ranges = table.quantizer_ranges()
-    return DenseIndex.build(vectors.astype(np.float32), fids, ranges)
+    return DenseIndex.build(vectors.astype(np.float32), ranges)
 
 
 def _lexical(

@@ -48,10 +48,7 @@ def rank(
     # A dense list with no weight changes no rank: skip the scan (confidence still gets
     # every candidate's cosine below).
     if qvec.any() and "dense" in retrievers and w_dense > 0:
-        sims, fids = index.dense.search(qvec, n_cand)
-        valid = fids >= 0
-        top_dense = index._rows_of_fids(fids[valid])
-        dense_sims = sims[valid]
+        dense_sims, top_dense = index.dense.search(qvec, n_cand)
         if allowed is not None:  # filters: only the allowed part of the dense top-N
             top_dense, dense_sims = (
                 top_dense[allowed[top_dense]],
@@ -146,6 +143,6 @@ def candidate_similarities(
         similarity[known] = dense_sims[order[pos[known]]]
     missing = rows[~known]
     if len(missing):
-        vecs = index.dense.reconstruct(index._fids[missing])
+        vecs = index.dense.reconstruct(missing)
         similarity[~known] = vecs @ qvec
     return similarity
