@@ -373,7 +373,9 @@ class Index(GenerationView):
         return {t for name in names for t in path_terms(name)}
 
     @cached_property
-    def path_term_cache(self) -> list[tuple[list[frozenset[str]], list[frozenset[str]]] | None]:
+    def path_term_cache(
+        self,
+    ) -> list[tuple[tuple[frozenset[str], ...], tuple[frozenset[str], ...], frozenset[str]] | None]:
         """Per file: its stem's and its directories' terms, filled as files are ranked."""
         return [None] * len(self.files)
 

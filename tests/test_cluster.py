@@ -91,18 +91,21 @@ def test_dask_build_equals_local_build(scheduler: str, make_repo: MakeRepo, tmp_
         f"pkg/module_{i}.py": f"def helper_{i}(value):\n    return value * {i}\n" for i in range(40)
     }
     repo = make_repo({**SAMPLE_FILES, **extra})
-    local = build_index(repo, index_dir=tmp_path / "local", progress=False)
+    # Small segments: the build streams several, and each must be the same on the cluster.
+    local = build_index(repo, index_dir=tmp_path / "local", progress=False, segment_chunks=40)
     shutil.rmtree(repo / ".git" / "indexer", ignore_errors=True)  # no blob cache to lean on
     result = run_cli(
         "build", "--repo", str(repo), "--index-dir", str(tmp_path / "dask"), "--json",
-        "--backend", "dask", "--scheduler", scheduler,
+        "--backend", "dask", "--scheduler", scheduler, "--segment-chunks", "40",
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
-    a, b = only_segment(tmp_path / "local"), only_segment(tmp_path / "dask")
-    names = sorted(p.name for p in a.iterdir())
-    assert names == sorted(p.name for p in b.iterdir())
-    for name in names:
-        assert filecmp.cmp(a / name, b / name, shallow=False), name
+    local_segments, dask_segments = segments(tmp_path / "local"), segments(tmp_path / "dask")
+    assert len(local_segments) == len(dask_segments) > 1
+    for a, b in zip(local_segments, dask_segments, strict=True):
+        names = sorted(p.name for p in a.iterdir())
+        assert names == sorted(p.name for p in b.iterdir())
+        for name in names:
+            assert filecmp.cmp(a / name, b / name, shallow=False), name
     assert local.files == len(extra) + len(SAMPLE_FILES) and local.chunks > 40
     assert sum(_files_opened_by_workers(scheduler)) > 0  # the cluster did the work
     ia = Index(current_generation(tmp_path / "local"))
@@ -113,11 +116,10 @@ def test_dask_build_equals_local_build(scheduler: str, make_repo: MakeRepo, tmp_
         assert [r.score for r in ra] == [r.score for r in rb]
 
 
-def only_segment(index_dir: Path) -> Path:
-    """The one segment a full build writes."""
+def segments(index_dir: Path) -> list[Path]:
+    """The segments of the current generation, in the order the build wrote them."""
     generation = current_generation(index_dir)
-    (entry,) = read_generation(generation)["segments"]
-    return segment_dir(generation, entry["name"])
+    return [segment_dir(generation, e["name"]) for e in read_generation(generation)["segments"]]
 
 
 def _files_opened_by_workers(address: str) -> list[int]:

@@ -6,7 +6,7 @@ import pytest
 
 from indexer import Index, build_index
 from indexer.search.query import parse_query
-from indexer.search.rerank import names_module
+from indexer.search.rerank import PathWords, names_module, path_match
 
 from .conftest import MakeRepo
 
@@ -82,3 +82,44 @@ def test_dotted_names_name_the_last_directory_and_stem() -> None:
     assert names_module("sympy/core/basic/__init__.py", dotted)
     assert not names_module("sympy/core/numbers.py", dotted)
     assert not names_module("basic.py", dotted)  # one part alone is too weak
+
+
+def reference_path_match(path: str, question: str) -> float:
+    """The path match written plainly, word by word (what `PathWords` precomputes)."""
+    from indexer.index.tokens import path_terms, stem
+
+    q = parse_query(question)
+    parts = path.rsplit("/", 1)
+    name = parts[-1].rsplit(".", 1)[0]
+    directory = parts[0] if len(parts) == 2 else ""
+    if name.lower() in ("index", "__init__", "mod", "init") and directory:
+        directory, _, name = directory.rpartition("/")
+
+    def named(word: str) -> bool:
+        forms = {word, stem(word)}
+        if forms & q.path_match_terms:
+            return True
+        return any(
+            len(f) >= 4 and any(t.startswith(f) for t in q.path_match_prefixes) for f in forms
+        )
+
+    score = 0.0
+    for words, weight in ((name, 1.0), (directory, 0.5)):
+        terms = list(dict.fromkeys(path_terms(words))) if words else []
+        if terms:
+            score += weight * sum(1 for t in terms if named(t)) / len(terms)
+    return min(score, 1.5)
+
+
+def test_path_match_equals_the_word_by_word_definition(make_repo: MakeRepo) -> None:
+    files = {path: text for _, path, text, rival, _ in CASES for path in (path, rival)}
+    files.update({"pkg/configuration/utils.py": "x = 1\n", "src/index.ts": "export {}\n"})
+    root = make_repo(files)
+    build_index(root, progress=False)
+    index = Index.open(root)
+    questions = [case[0] for case in CASES] + ["util config", "configure the utilities"]
+    for question in questions:
+        words = PathWords(parse_query(question))
+        for f, record in enumerate(index.files):
+            got = path_match(index, f, parse_query(question), words)
+            assert got == reference_path_match(record["path"], question), (question, record)

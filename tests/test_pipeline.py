@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from indexer.index.graph.extract import extract_file
+from indexer.index.graph.facts import encode_facts
 from indexer.index.pipeline import BuildContext, index_batch
 from indexer.index.tokens import (
     STOPWORDS,
@@ -123,4 +124,9 @@ def test_worker_results_equal_the_stages_run_one_by_one(
             assert np.array_equal(result.vectors, table.embed_many(dense).astype(np.float16))
             facts = extract_file(path, language, data, chunks)
             assert result.graph is not None
-            assert json.loads(result.graph) == {**facts.to_dict(), "blob": blob}
+            facts.blob = blob
+            want_facts = encode_facts(facts)
+            assert (result.graph.path, result.graph.language) == (path, facts.language)
+            assert result.graph.line == want_facts.line
+            assert result.graph.keys.tolist() == want_facts.keys.tolist()
+            assert result.graph.kinds.tolist() == want_facts.kinds.tolist()

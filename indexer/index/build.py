@@ -77,14 +77,28 @@ def build_index(
     incremental: bool = False,
     backend: str = "local",
     scheduler: str | None = None,
+    segment_chunks: int | None = None,
 ) -> BuildReport:
     """Index the tree of `rev` (default HEAD). With `incremental`, keep the current
     generation's segments and write one new segment for what changed. `backend` is where the
     per-file work runs: "local" (a process pool of `jobs`) or "dask" (the cluster whose
-    scheduler is at `scheduler`; workers read the repository at the same path)."""
+    scheduler is at `scheduler`; workers read the repository at the same path). The build writes
+    a segment every `segment_chunks` chunks (default: $INDEXER_SEGMENT_CHUNKS or 16384), so its
+    memory is bounded by a segment, not by the repository."""
     from .update import build
 
-    return build(repo, rev, index_dir, jobs, progress, vectors_dir, incremental, backend, scheduler)
+    return build(
+        repo,
+        rev,
+        index_dir,
+        jobs,
+        progress,
+        vectors_dir,
+        incremental,
+        backend,
+        scheduler,
+        segment_chunks,
+    )
 
 
 def update_index(

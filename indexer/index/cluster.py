@@ -27,24 +27,24 @@ def run_batches(
     backend: str = "local",
     scheduler: str | None = None,
 ) -> Iterator[list[FileResult]]:
-    """The results of `items` (path, blob, language), batch by batch, in order."""
+    """The results of `items` (path, blob, language), batch by batch, in order. A local pool
+    starts working at once, before the caller asks for the first result."""
     if backend not in BACKENDS:
         raise IndexerError(f"unknown backend {backend!r}: use one of {', '.join(BACKENDS)}")
     if backend == "local" and scheduler:
         raise IndexerError("--scheduler is for --backend dask")
     batches = [items[i : i + BATCH_FILES] for i in range(0, len(items), BATCH_FILES)]
     if backend == "dask":
-        yield from _dask(context, batches, scheduler)
-    elif jobs <= 1 or len(items) < MIN_PARALLEL_FILES:
-        for batch in batches:
-            yield index_batch(context, batch)
-    else:
-        from joblib import delayed
+        return _dask(context, batches, scheduler)
+    if jobs <= 1 or len(items) < MIN_PARALLEL_FILES:
+        return (index_batch(context, batch) for batch in batches)
+    from joblib import delayed
 
-        from .workers import parallel
+    from .workers import parallel
 
-        pool = parallel(jobs, return_as="generator", batch_size=1)
-        yield from pool(delayed(index_batch)(context, b) for b in batches)
+    pool = parallel(jobs, return_as="generator", batch_size=1)
+    results: Iterator[list[FileResult]] = pool(delayed(index_batch)(context, b) for b in batches)
+    return results
 
 
 def connect(scheduler: str | None) -> contextlib.AbstractContextManager[object]:

@@ -15,8 +15,8 @@ one scan per query whatever the number of segments. Cosine = inner product of un
 
 from __future__ import annotations
 
-from pathlib import Path
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -133,7 +133,7 @@ class CodeScan:
 
         # One query at a time: OpenMP thread start-up costs more than the scan itself.
         faiss.omp_set_num_threads(1)
-        dim = int(len(ranges))
+        dim = len(ranges)
         index = faiss.IndexScalarQuantizer(
             dim, faiss.ScalarQuantizer.QT_8bit, faiss.METRIC_INNER_PRODUCT
         )

@@ -28,6 +28,7 @@ from ..source.pathclass import content_flags
 from ..source.secrets import redact
 from .blobcache import CachedFile
 from .dense import faiss_id
+from .graph.facts import EncodedFacts, encode_facts
 from .integrity import chunk_sum, meta_sum
 from .tokens import text_terms
 from .vectors import StaticVectors
@@ -72,9 +73,9 @@ class FileResult:
     posting_tfs: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float32))
     doc_lengths: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float32))
     vectors: np.ndarray | None = None  # float16 (chunks, dims)
-    # graph.FileGraph.to_dict() as compact JSON: the main process holds every file's facts
-    # until the segment is assembled, as bytes rather than objects
-    graph: bytes | None = None
+    # the file's graph facts as the segment stores them (line + name keys), encoded here so
+    # the main process only concatenates
+    graph: EncodedFacts | None = None
 
     @property
     def n_chunks(self) -> int:
@@ -150,8 +151,7 @@ def index_file(
     chunks = materialize(entry.records, path, language, blob)
     _fill_rows(result, chunks, entry, table)
     result.flags = content_flags(path, "\n".join(r["text"] for r in entry.records))
-    facts = graph_facts(path, blob, data, chunks, tree)
-    result.graph = json.dumps(facts.to_dict(), separators=(",", ":")).encode("utf-8")
+    result.graph = encode_facts(graph_facts(path, blob, data, chunks, tree))
     return result
 
 

@@ -4,9 +4,10 @@ A segment holds, for its files in path order: the chunk store (one JSON metadata
 text of each chunk, with offsets and per-chunk digests), per-chunk columns (FAISS id, file,
 flags, symbol, kind, module-level names), the BM25 postings with RAW term frequencies and
 document lengths (scores need the statistics of every live segment, so they are computed at
-query time: indexer/index/lexical_view.py), the chunk vectors as 8-bit codes (indexer/index/dense.py), and the files' graph
-facts. Tables with one entry per chunk, file or term are .npy arrays or newline-separated text
-columns (memory-mapped or split in one call), never per-entry JSON. `segment.json` lists every
+query time: indexer/index/lexical_view.py), the chunk vectors as 8-bit codes
+(indexer/index/dense.py), and the files' graph facts. Tables with one entry per chunk, file or
+term are .npy arrays or newline-separated text columns (memory-mapped or split in one call),
+never per-entry JSON. `segment.json` lists every
 file with its size and sha256; loading never executes code (no pickle).
 
 `SegmentData` is a segment in memory: what the writer fills, what `save` writes, and what the
@@ -34,7 +35,13 @@ from ..errors import CorruptIndexError
 from . import integrity
 from .dense import FILES as DENSE_FILES
 from .dense import DenseIndex
-from .graph.facts import FACTS_FILE_NAMES, FactsMapping, read_facts, write_facts
+from .graph.facts import (
+    FACTS_FILE_NAMES,
+    EncodedFacts,
+    FactsMapping,
+    read_facts,
+    write_facts,
+)
 from .graph.model import FileGraph
 
 SEGMENT_FORMAT = 4  # 4: vectors as plain uint8 codes (dense_codes.npy), no FAISS file
@@ -103,6 +110,8 @@ class SegmentData:
     scores: np.ndarray  # float32 BM25 of each posting with this segment's own statistics
     dense: DenseIndex
     graph_facts: Mapping[str, dict[str, Any]] = field(default_factory=dict)  # FileGraph.to_dict
+    # facts a build worker already encoded (written with graph_facts; not read in memory)
+    encoded_facts: list[EncodedFacts] = field(default_factory=list)
 
     def save(self, directory: Path) -> dict[str, Any]:
         """Write every file into `directory` (fsynced); returns the segment manifest."""
@@ -134,7 +143,11 @@ class SegmentData:
         np.save(directory / "bm25_doclen.npy", np.asarray(self.doc_lengths, dtype=np.float32))
         np.save(directory / "bm25_scores.npy", np.asarray(self.scores, dtype=np.float32))
         self.dense.save(directory)
-        write_facts(directory, [FileGraph.from_dict(p, d) for p, d in self.graph_facts.items()])
+        write_facts(
+            directory,
+            [FileGraph.from_dict(p, d) for p, d in self.graph_facts.items()],
+            self.encoded_facts,
+        )
         files: dict[str, Any] = {}
         for item in sorted(directory.iterdir()):
             with item.open("rb") as fh:

@@ -33,21 +33,20 @@ from .blobcache import CachedFile
 from .build import BuildReport, Progress
 from .cluster import run_batches
 from .graph.write import extract_facts
-from .pipeline import BuildContext, FileResult, record_documents
+from .pipeline import BuildContext, record_documents
 from .reader import open_generation
 from .segment import Segment
 from .store import (
-    SegmentWriter,
     current_generation,
     default_index_dir,
     generations_of,
     make_current,
-    new_name,
     publish_generation,
     read_generation,
 )
+from .stream import SegmentStream, chunks_per_segment
 from .vectors import StaticVectors, default_table_dir
-from .writer import BuiltFile, CopiedFile, FreshFile, assemble, stored_ranges
+from .writer import BuiltFile, CopiedFile, FreshFile, stored_ranges
 
 
 @dataclass
@@ -97,8 +96,10 @@ def build(
     incremental: bool,
     backend: str = "local",
     scheduler: str | None = None,
+    segment_chunks: int | None = None,
 ) -> BuildReport:
     started = time.perf_counter()
+    limit = chunks_per_segment(segment_chunks)
     repository = open_repository(repo)
     commit = resolve_commit(repository, rev)
     target = Path(index_dir) if index_dir else default_index_dir(repository.path)
@@ -147,63 +148,48 @@ def build(
             to_chunk.append(f)
 
     # One pass per file in the workers (pipeline.py): rows, postings, vectors and graph facts.
+    # The pool starts first, so the history walk for change times overlaps the workers.
     bar = Progress("indexing", len(to_chunk), progress)
     items = [(f.path, f.blob, f.language or "text") for f in to_chunk]
     context = BuildContext(repository.path, str(table_dir))
-    built: dict[str, FileResult] = {}
     jobs_ = jobs or min(os.cpu_count() or 1, 8)
-    for batch in run_batches(context, items, jobs_, backend, scheduler):
-        bar.advance(len(batch))
-        for result in batch:
-            if result.skip_reason:
-                skipped[result.path] = [result.blob, result.skip_reason]
-            else:
-                built[result.path] = result
-    bar.close()
-    fresh = dict(renamed)
-    indexed = sorted([*kept, *stored, *fresh, *built])
-    times = _change_times(repository, commit, base, indexed, kept)
-
-    new_files: list[FreshFile | CopiedFile | BuiltFile] = []
-    for path, (f, entry) in fresh.items():
-        new_files.append(FreshFile(path, f.blob, f.language or "text", times[path], entry))
-    for path, done in built.items():
-        new_files.append(BuiltFile(path, times[path], done))
-    assert base is not None or not (kept or stored)
-    for path, f in stored.items():
-        segment, local = base.stored[(path, f.blob)]  # type: ignore[union-attr]
-        new_files.append(CopiedFile(path, times[path], segment, local))
-    for path in kept:
-        segment, local = base.live[path]  # type: ignore[union-attr]
-        if int(segment.times[local]) != times[path]:  # same blob, another last change
-            new_files.append(CopiedFile(path, times[path], segment, local))
-    facts = _facts(repository.path, fresh, new_files, jobs)
-    for path, done in built.items():
-        facts[path] = json.loads(done.graph or b"{}")
-        done.graph = None
+    results = run_batches(context, items, jobs_, backend, scheduler)
+    listed = sorted([*kept, *stored, *renamed, *(f.path for f in to_chunk)])
+    times = _change_times(repository, commit, base, listed, kept)
     ranges = stored_ranges(base.parts[0][0].dense) if base is not None and base.parts else None
-    data = assemble(new_files, table, facts, ranges)
-    built.clear()  # the segment holds its own copy of the rows now
-    del new_files
-
-    writer = SegmentWriter(target)
+    # Segments are written as the results stream in (stream.py): memory bounded by a segment.
+    stream = SegmentStream(target, table, ranges, limit)
     try:
-        written = 0
+        for batch in results:
+            bar.advance(len(batch))
+            for result in batch:
+                if result.skip_reason:
+                    skipped[result.path] = [result.blob, result.skip_reason]
+                else:
+                    stream.add(BuiltFile(result.path, times[result.path], result))
+        bar.close()
+        others: list[FreshFile | CopiedFile] = []
+        for path, (f, entry) in renamed.items():
+            others.append(FreshFile(path, f.blob, f.language or "text", times[path], entry))
+        assert base is not None or not (kept or stored)
+        for path, f in stored.items():
+            segment, local = base.stored[(path, f.blob)]  # type: ignore[union-attr]
+            others.append(CopiedFile(path, times[path], segment, local))
+        for path in kept:
+            segment, local = base.live[path]  # type: ignore[union-attr]
+            if int(segment.times[local]) != times[path]:  # same blob, another last change
+                others.append(CopiedFile(path, times[path], segment, local))
+        stream.flush(others, _facts(repository.path, renamed, others, jobs))
+        indexed = sorted(kept | stream.paths)
         entries = []
         if base is not None:
-            changed = set(data.paths) | (set(base.live) - set(indexed))
+            changed = stream.paths | (set(base.live) - set(indexed))
             for segment, dead in base.parts:
                 gone = set(dead) | (changed & set(segment.paths))
                 if len(gone & set(segment.paths)) < segment.n_files:
                     entries.append({"name": segment.name, "deleted": sorted(gone)})
-        if data.paths:
-            data.save(writer.path)
-            name = new_name(str(commit.id))
-            writer.finish(name)
-            entries.append({"name": name, "deleted": []})
-            written = sum(p.stat().st_size for p in (target / "segments" / name).iterdir())
-        else:
-            writer.abort()
+        names, written = stream.finish(str(commit.id))
+        entries += [{"name": name, "deleted": []} for name in names]
         manifest = {
             "commit": str(commit.id),
             "commit_time": int(commit.commit_time),
@@ -220,7 +206,7 @@ def build(
         }
         generation = publish_generation(target, manifest)
     except BaseException:
-        writer.abort()
+        stream.abort()
         raise
     mode = "incremental" if base is not None else "full"
     report = _report(generation, read_generation(generation), started, mode, len(kept))
@@ -256,7 +242,7 @@ def stored_entry(segment: Segment, local: int) -> CachedFile:
 def _facts(
     repo_path: str,
     fresh: dict[str, Any],
-    new_files: list[FreshFile | CopiedFile | BuiltFile],
+    new_files: list[FreshFile | CopiedFile],
     jobs: int | None,
 ) -> dict[str, dict[str, Any]]:
     """Graph facts of the new segment's renamed files (parsed) and copied ones (copied); the

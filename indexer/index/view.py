@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import OrderedDict
 from collections.abc import Iterable
 from functools import cached_property
 from pathlib import Path
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
     from .graph.model import FileGraph
 
 Overlay = tuple[SegmentData | None, Iterable[str]]
+RECORD_CACHE = 256  # decoded records kept per view (Chunk is frozen: sharing is safe)
 
 
 class GenerationView:
@@ -126,14 +128,26 @@ class GenerationView:
             return int(self.manifest["counts"]["chunks"])
         return self.space.n_rows
 
+    @cached_property
+    def _records(self) -> OrderedDict[int, Chunk]:
+        """Recently decoded records without text (a search reads its results' records more
+        than once: folding split definitions, then the results)."""
+        return OrderedDict()
+
     @corrupt_as_error
     def chunk_at(self, row: int, with_text: bool = True) -> Chunk:
+        if not with_text and row in self._records:
+            self._records.move_to_end(row)
+            return self._records[row]
         segment, local = self.space.locate(row)
         line = segment.meta_bytes(local, local + 1)
         if not with_text:  # the metadata's own digest: no text to decompress
             if meta_sum(line) != int(segment.meta_sums[local]):
                 raise CorruptIndexError(f"chunk {row} of the index is damaged; {REBUILD}")
-            return Chunk(**json.loads(line), text="")
+            chunk = self._records[row] = Chunk(**json.loads(line), text="")
+            if len(self._records) > RECORD_CACHE:
+                self._records.popitem(last=False)
+            return chunk
         raw = segment.text_bytes(local, local + 1)
         check_chunk(segment.sums, local, line, raw)  # never serve damaged text or metadata
         return Chunk(**json.loads(line), text=raw.decode("utf-8"))
@@ -168,5 +182,8 @@ class GenerationView:
         """Release the memory maps and loaded arrays (the index can be reopened)."""
         for segment, _ in self._parts:
             segment.close()
-        for name in ("space", "lexical", "dense", "graph", "_graph_query", "_fids", "_fid_lookup"):
+        for name in (
+            *("space", "lexical", "dense", "graph", "_graph_query", "_fids", "_fid_lookup"),
+            "_records",
+        ):
             self.__dict__.pop(name, None)

@@ -267,6 +267,7 @@ def assemble(
         scores=own_scores(lexical[1], lexical[2], lexical[3], lexical[4]),
         dense=dense,
         graph_facts={p: facts[p] for p in paths if p in facts},
+        encoded_facts=[r.graph for _, r in parts.built if r.graph is not None],
     )
 
 

@@ -169,15 +169,18 @@ def corrected_flags(index: Index, files: np.ndarray, flags: np.ndarray) -> np.nd
     """The build's path classes, corrected where a name misleads them (`doc_correction`), plus
     the classes a path's shape gives (`shape_flags`)."""
     cache = index.flag_fix_cache
-    out = flags.copy()
-    for i, f in enumerate(files.tolist()):
+    unique, first, inverse = np.unique(files, return_index=True, return_inverse=True)
+    drops = np.zeros(len(unique), dtype=np.uint8)
+    adds = np.zeros(len(unique), dtype=np.uint8)
+    for j, (f, i) in enumerate(zip(unique.tolist(), first.tolist(), strict=True)):
         fix = cache.get(f)
         if fix is None:
             path = index.files[f]["path"]
             drop = FLAG_DOCS if flags[i] & FLAG_DOCS else 0
             fix = cache[f] = (drop, (doc_correction(path) if drop else 0) | shape_flags(path))
-        out[i] = (flags[i] & ~np.uint8(fix[0])) | np.uint8(fix[1])
-    return out
+        drops[j], adds[j] = fix
+    inverse = inverse.reshape(-1)
+    return np.asarray((flags & ~drops[inverse]) | adds[inverse], dtype=flags.dtype)
 
 
 def doc_correction(path: str) -> int:
@@ -235,28 +238,34 @@ def rerank(index: Index, q: Query, rows: np.ndarray, scores: np.ndarray) -> np.n
     out = scores.copy()
     # File coherence: how many candidates share the file (top of the fused list only).
     top = np.argsort(-scores)[:50]
-    file_counts: dict[int, int] = {}
-    for f in files[top].tolist():
-        file_counts[f] = file_counts.get(f, 0) + 1
     # Per-file factors once per file, not once per candidate.
-    factor: dict[int, float] = {}
-    for f in set(files.tolist()):
-        mult = 1.0
-        if w["path"]:
-            mult *= 1.0 + w["path"] * path_match(index, f, q)
-            # A report's dotted names are mostly its imports (context, not the fault).
-            if (q.paths and names_path(index.files[f]["path"], q.paths)) or (
-                q.dotted and not q.issue_sized and names_module(index.files[f]["path"], q.dotted)
-            ):
-                mult *= 1.0 + w["path"]
-            if q.symbol_like and named_exactly(index.files[f]["path"], q.identifiers):
-                mult *= 1.0 + 0.5 * w["path"]
-        if w["coherence"]:
-            mult *= 1.0 + w["coherence"] * math.log1p(max(0, file_counts.get(f, 1) - 1))
-        factor[f] = mult
+    unique, inverse = np.unique(files, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    unique_files = unique.tolist()
+    factor = np.ones(len(unique_files), dtype=np.float64)
+    if w["path"]:
+        named = PathWords(q)
+        matched = [path_match(index, f, q, named) for f in unique_files]
+        factor *= 1.0 + w["path"] * np.asarray(matched, dtype=np.float64)
+        # A report's dotted names are mostly its imports (context, not the fault).
+        dotted = q.dotted and not q.issue_sized
+        if q.paths or dotted or q.symbol_like:
+            for j, f in enumerate(unique_files):
+                path = index.files[f]["path"]
+                if (q.paths and names_path(path, q.paths)) or (
+                    dotted and names_module(path, q.dotted)
+                ):
+                    factor[j] *= 1.0 + w["path"]
+                if q.symbol_like and named_exactly(path, q.identifiers):
+                    factor[j] *= 1.0 + 0.5 * w["path"]
+    if w["coherence"]:
+        # How many candidates share the file (top of the fused list only).
+        shared = np.bincount(inverse[top], minlength=len(unique_files))
+        log1p = np.asarray([math.log1p(n) for n in range(len(top))], dtype=np.float64)
+        factor *= 1.0 + w["coherence"] * log1p[np.maximum(shared - 1, 0)]
     flags = corrected_flags(index, files, flags)
     bad_rows = (flags & ~np.uint8((asked | FLAG_DATA) & 0xFF)) != 0
-    out *= np.fromiter((factor[f] for f in files.tolist()), dtype=np.float64, count=len(rows))
+    out *= factor[inverse]
     out[bad_rows] *= w["demote"]
     if not asked & FLAG_DATA:
         out *= data_demotion(index, q, files, flags)
@@ -266,29 +275,37 @@ def rerank(index: Index, q: Query, rows: np.ndarray, scores: np.ndarray) -> np.n
         out[prose] *= w["prose"]
     if not w["definition"] or not (q.identifiers or q.symbol_like):
         return out
+    named_by = q.identifiers
+    full, half = 1.0 + w["definition"], 1.0 + 0.5 * w["definition"]
     for i, row in enumerate(rows.tolist()):
-        mult = 1.0
-        symbol = symbols[row].lower()
-        if kinds[row] in ("module", "cell") and defines[row]:
-            if any(name.lower() in q.identifiers for name in defines[row].split()):
-                mult *= 1.0 + w["definition"]
-        elif kinds[row] in ("function", "method", "class") and symbol:
-            if symbol in q.identifiers:
-                mult *= 1.0 + w["definition"]
-            elif len(symbol) > 3 and q.symbol_like:
-                parts = split_identifier(symbols[row])
+        kind = kinds[row]
+        if kind in _MODULE_KINDS:
+            names = defines[row]
+            if names and not named_by.isdisjoint(names.lower().split()):
+                out[i] *= full
+        elif kind in _DEFINITION_KINDS:
+            symbol = symbols[row]
+            if not symbol:
+                continue
+            low = symbol.lower()
+            if low in named_by:
+                out[i] *= full
+            elif len(low) > 3 and q.symbol_like:
+                parts = split_identifier(symbol)
                 if parts and all(p in q.terms for p in parts):
-                    mult *= 1.0 + 0.5 * w["definition"]
-        if mult != 1.0:
-            out[i] *= mult
+                    out[i] *= half
     return out
+
+
+_MODULE_KINDS = frozenset({"module", "cell"})
+_DEFINITION_KINDS = frozenset({"function", "method", "class"})
 
 
 # A file named like these is named by its directory: `defaults/index.js`, `pkg/__init__.py`.
 _GENERIC_STEMS = frozenset({"index", "__init__", "mod", "init"})
 
 
-def path_match(index: Index, file: int, q: Query) -> float:
+def path_match(index: Index, file: int, q: Query, named: PathWords | None = None) -> float:
     """How well the query's terms name the file: its stem fully, its directories half.
     A word matches as written or stemmed (`defaults/` is named by "default"), and two adjacent
     query words name a compound stem (`testclient.py` by "test client")."""
@@ -300,29 +317,40 @@ def path_match(index: Index, file: int, q: Query) -> float:
         directory = parts[0] if len(parts) == 2 else ""
         if name.lower() in _GENERIC_STEMS and directory:
             directory, _, name = directory.rpartition("/")
-        cached = (_word_forms(name), _word_forms(directory) if directory else [])
-        cache[file] = cached
-    stem_words, dir_words = cached
-    terms = q.path_match_terms
+        stem_words, dir_words = _word_forms(name), _word_forms(directory) if directory else ()
+        cached = cache[file] = (stem_words, dir_words, frozenset().union(*stem_words, *dir_words))
+    stem_words, dir_words, every_form = cached
+    words = named or PathWords(q)
+    if every_form.isdisjoint(words.hits):
+        return 0.0  # most candidates' paths: no word named
     score = 0.0
     if stem_words:
-        score += sum(1 for forms in stem_words if _named(forms, terms, q)) / len(stem_words)
+        score += words.count(stem_words) / len(stem_words)
     if dir_words:
-        score += 0.5 * sum(1 for forms in dir_words if _named(forms, terms, q)) / len(dir_words)
+        score += 0.5 * words.count(dir_words) / len(dir_words)
     return min(score, 1.5)
 
 
-def _named(forms: frozenset[str], terms: frozenset[str], q: Query) -> bool:
-    """A path word is named by a query word as written, stemmed, or as its abbreviation
-    (`config` by "configuration", `util` by "utility")."""
-    if forms & terms:
-        return True
-    return any(len(f) >= 4 and any(t.startswith(f) for t in q.path_match_prefixes) for f in forms)
+class PathWords:
+    """Which path words one query names: as written, stemmed, or as an abbreviation (`config`
+    by "configuration", `util` by "utility": a path word of 4+ letters that starts a query
+    word of 6+ letters). Every form that counts is in `hits`, so a word is one set test."""
+
+    def __init__(self, q: Query) -> None:
+        hits = set(q.path_match_terms)
+        for word in q.path_match_prefixes:  # words a path word may abbreviate
+            hits.update(word[:j] for j in range(4, len(word) + 1))
+        self.hits = frozenset(hits)
+
+    def count(self, words: tuple[frozenset[str], ...]) -> int:
+        """How many of a path's words the query names."""
+        hits = self.hits
+        return sum(1 for forms in words if not forms.isdisjoint(hits))
 
 
-def _word_forms(path: str) -> list[frozenset[str]]:
+def _word_forms(path: str) -> tuple[frozenset[str], ...]:
     """Each distinct term of a path, as written and stemmed."""
-    return [frozenset((t, stem(t))) for t in dict.fromkeys(path_terms(path))]
+    return tuple(frozenset((t, stem(t))) for t in dict.fromkeys(path_terms(path)))
 
 
 def saturate(
@@ -332,11 +360,14 @@ def saturate(
     factor = float(index.fusion["rerank"]["saturation"])
     if factor >= 1.0:
         return rows, scores, similarity
-    seen: dict[int, int] = {}
-    adjusted = scores.copy()
-    for i, f in enumerate(index._chunk_file[rows].tolist()):
-        n = seen.get(f, 0)
-        adjusted[i] *= factor**n
-        seen[f] = n + 1
+    files = index._chunk_file[rows]
+    # n: how many earlier candidates share the candidate's file.
+    by_file = np.argsort(files, kind="stable")
+    grouped = files[by_file]
+    starts = np.flatnonzero(np.r_[True, grouped[1:] != grouped[:-1]]) if len(rows) else by_file
+    n = np.empty(len(rows), dtype=np.int64)
+    n[by_file] = np.arange(len(rows)) - np.repeat(starts, np.diff(np.r_[starts, len(rows)]))
+    powers = np.asarray([factor**j for j in range(int(n.max(initial=0)) + 1)], dtype=np.float64)
+    adjusted = np.asarray(scores * powers[n], dtype=scores.dtype)
     order = np.argsort(-adjusted, kind="stable")
     return rows[order], adjusted[order], similarity[order]

@@ -28,6 +28,7 @@ def cmd_build(args: argparse.Namespace) -> int:
         progress=None if not args.json else False,
         backend=args.backend,
         scheduler=args.scheduler,
+        segment_chunks=args.segment_chunks,
     )
     for warning in report.warnings:
         print(f"WARNING: {warning}", file=sys.stderr)
@@ -248,6 +249,13 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         metavar="ADDRESS",
         help="Dask scheduler address for --backend dask, e.g. tcp://10.0.0.5:8786",
+    )
+    p.add_argument(
+        "--segment-chunks",
+        type=int,
+        default=None,
+        metavar="N",
+        help="chunks per segment: the build's memory bound (default 16384)",
     )
     p.set_defaults(func=cmd_build)
 

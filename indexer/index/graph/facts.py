@@ -22,6 +22,7 @@ import mmap
 import os
 import re
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -88,13 +89,49 @@ def module_tokens(path: str) -> list[str]:
     return [*_components(path), "*"]
 
 
-def write_facts(segment_dir: Path, facts: Iterable[FileGraph]) -> None:
-    """Write the facts of a segment's files into `segment_dir` (a directory being built)."""
-    files = sorted(facts, key=lambda fg: fg.path)
-    keys, values = _key_arrays((row, file_keys(fg)) for row, fg in enumerate(files))
-    lines = [_line(fg) for fg in files]
+@dataclass
+class EncodedFacts:
+    """One file's facts as a segment stores them: its line and its name-index entries. A build
+    worker encodes them, so the main process only concatenates."""
+
+    path: str
+    language: str
+    line: bytes
+    keys: np.ndarray  # int64 name keys
+    kinds: np.ndarray  # int32 kind codes
+
+
+def encode_facts(fg: FileGraph) -> EncodedFacts:
+    entries = file_keys(fg)
+    return EncodedFacts(
+        fg.path,
+        fg.language,
+        _line(fg),
+        np.fromiter((k for k, _ in entries), dtype=np.int64, count=len(entries)),
+        np.fromiter((c for _, c in entries), dtype=np.int32, count=len(entries)),
+    )
+
+
+def write_facts(
+    segment_dir: Path, facts: Iterable[FileGraph], encoded: Iterable[EncodedFacts] = ()
+) -> None:
+    """Write the facts of a segment's files into `segment_dir` (a directory being built):
+    `facts` are encoded here, `encoded` were encoded by the build's workers."""
+    files = sorted([*map(encode_facts, facts), *encoded], key=lambda e: e.path)
+    empty = [np.zeros(0, dtype=np.int64)]
+    keys = np.concatenate([e.keys for e in files] + empty)
+    rows = np.concatenate(
+        [np.full(len(e.kinds), row, dtype=np.int64) for row, e in enumerate(files)] + empty
+    )
+    kinds = np.concatenate([e.kinds.astype(np.int64) for e in files] + empty)
+    values = ((rows << 2) | kinds).astype(np.int32)
     _write(
-        segment_dir, [fg.path for fg in files], [fg.language for fg in files], lines, keys, values
+        segment_dir,
+        [e.path for e in files],
+        [e.language for e in files],
+        [e.line for e in files],
+        keys,
+        values,
     )
 
 
@@ -107,14 +144,6 @@ def _line(fg: FileGraph) -> bytes:
 
 def _json(value: Any) -> bytes:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
-
-
-def _key_arrays(
-    rows: Iterable[tuple[int, list[tuple[int, int]]]],
-) -> tuple[np.ndarray, np.ndarray]:
-    flat = [(k, (row << 2) | kind) for row, entries in rows for k, kind in entries]
-    keys = np.asarray([k for k, _ in flat], dtype=np.int64)
-    return keys, np.asarray([v for _, v in flat], dtype=np.int32)
 
 
 def _write(
