@@ -6,7 +6,10 @@
 Each build is a fresh process (`indexer build` into an empty directory; Semble's
 `SembleIndex.from_path` on a checkout of the same commit), timed as a whole: wall clock, CPU
 seconds of the process and every child it waited for (`wait4`), and the peak of the summed RSS of
-its process tree (workers included), sampled every 20 ms. Systems alternate within each round.
+its process tree (workers and loky's resource trackers included), sampled every 20 ms. RSS counts
+pages shared between processes (shared libraries, the memory-mapped vector table) once per
+process; the peak of the summed PSS (each shared page divided among its users: the memory the
+tree really holds) is sampled every 100 ms beside it. Systems alternate within each round.
 `baseline` is this repository at REV (e.g. main before a change), run from an exported copy.
 The Dask build of sympy runs on a local cluster (a scheduler and 2 single-thread workers,
 started here) and must give the local build's search results. Prints a Markdown report; the raw
@@ -50,8 +53,9 @@ def measure(command: list[str], env: dict[str, str] | None = None) -> dict[str, 
     started = time.perf_counter()
     process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL)
     root = psutil.Process(process.pid)
-    peak = 0
+    peak = peak_pss = 0
     cpu: dict[int, float] = {}  # last CPU seen per process of the tree
+    tick = 0
     while True:
         try:
             pid, status, usage = os.wait4(process.pid, os.WNOHANG)
@@ -59,18 +63,21 @@ def measure(command: list[str], env: dict[str, str] | None = None) -> dict[str, 
             break
         if pid:
             break
-        total = 0
+        total = pss = 0
+        tick += 1
         try:
             for p in [root, *root.children(recursive=True)]:
                 try:
                     total += p.memory_info().rss
+                    if tick % 5 == 0:  # reading smaps costs more
+                        pss += p.memory_full_info().pss
                     times = p.cpu_times()
                     cpu[p.pid] = times.user + times.system
                 except psutil.Error:
                     pass
         except psutil.Error:
             pass
-        peak = max(peak, total)
+        peak, peak_pss = max(peak, total), max(peak_pss, pss)
         time.sleep(0.02)
     wall = time.perf_counter() - started
     process.returncode = os.waitstatus_to_exitcode(status)
@@ -82,6 +89,7 @@ def measure(command: list[str], env: dict[str, str] | None = None) -> dict[str, 
         # both are lower bounds of the tree's CPU time.
         "cpu_s": round(max(usage.ru_utime + usage.ru_stime, sum(cpu.values())), 2),
         "peak_rss_mb": round(peak / 2**20, 1),
+        "peak_pss_mb": round(peak_pss / 2**20, 1),
     }
 
 
@@ -113,20 +121,23 @@ def indexer_command(src: Path, repo: Path, index_dir: Path, *extra: str) -> list
             str(index_dir), "--json", *extra]  # fmt: skip
 
 
-def only_segment(index_dir: Path) -> Path:
-    """The one segment a full build writes."""
+def segments_of(index_dir: Path) -> list[Path]:
+    """The segments of the current generation (a build streams several)."""
     generation = current_generation(index_dir)
-    (entry,) = read_generation(generation)["segments"]
-    return segment_dir(generation, entry["name"])
+    return [segment_dir(generation, e["name"]) for e in read_generation(generation)["segments"]]
 
 
 def same_rows(a: Path, b: Path) -> bool:
     """Byte-identical segments: same chunks, terms, postings, vectors and graph facts."""
-    sa, sb = only_segment(a), only_segment(b)
-    names = sorted(p.name for p in sa.iterdir())
-    if names != sorted(p.name for p in sb.iterdir()):
+    if len(segments_of(a)) != len(segments_of(b)):
         return False
-    return all(filecmp.cmp(sa / n, sb / n, shallow=False) for n in names)
+    for sa, sb in zip(segments_of(a), segments_of(b), strict=True):
+        names = sorted(p.name for p in sa.iterdir())
+        if names != sorted(p.name for p in sb.iterdir()):
+            return False
+        if not all(filecmp.cmp(sa / n, sb / n, shallow=False) for n in names):
+            return False
+    return True
 
 
 def same_answers(a: Path, b: Path) -> bool:
@@ -220,10 +231,11 @@ def main() -> int:
         entry: dict[str, Any] = {"runs": runs}
         best = {n: {k: min(r[k] for r in rs) for k in rs[0]} for n, rs in runs.items()}
         entry["best"] = best
-        if "baseline" in systems:
-            entry["same_rows_as_baseline"] = same_rows(
+        if "baseline" in systems:  # the baseline writes one segment: compare answers
+            entry["same_answers_as_baseline"] = same_answers(
                 work / f"{corpus}-indexer", work / f"{corpus}-baseline"
             )
+        entry["segments"] = len(segments_of(work / f"{corpus}-indexer"))
         if corpus == "sympy" and not args.no_dask:
             entry["dask"] = dask_build(repo, work, work / f"{corpus}-indexer")
             print(f"sympy dask: {entry['dask']}", file=sys.stderr)
@@ -235,8 +247,9 @@ def main() -> int:
 
 def report(results: dict[str, Any]) -> str:
     lines = [
-        "| corpus | system | wall s | CPU s | peak RSS MiB | wall vs semble | RSS vs semble |",
-        "|---|---|---|---|---|---|---|",
+        "| corpus | system | wall s | CPU s | peak RSS MiB | peak PSS MiB | wall vs semble "
+        "| RSS vs semble |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for corpus, entry in results.items():
         best = entry["best"]
@@ -248,11 +261,13 @@ def report(results: dict[str, Any]) -> str:
             )
             lines.append(
                 f"| {corpus} | {name} | {b['wall_s']} | {b['cpu_s']} | {b['peak_rss_mb']} "
+                f"| {b.get('peak_pss_mb', '-')} "
                 f"| {ratio[0]} | {ratio[1]} |"
             )
-        if "same_rows_as_baseline" in entry:
-            lines.append(f"\n{corpus}: rows, BM25 and vectors byte-identical to the baseline: "
-                         f"{entry['same_rows_as_baseline']}")  # fmt: skip
+        lines.append(f"\n{corpus}: the build wrote {entry['segments']} segment(s)")
+        if "same_answers_as_baseline" in entry:
+            lines.append(f"\n{corpus}: same top-10 ids and scores as the baseline: "
+                         f"{entry['same_answers_as_baseline']}")  # fmt: skip
         if "dask" in entry:
             d = entry["dask"]
             lines.append(

@@ -6,7 +6,8 @@ In one run, on a clone of `--repo` (a bare repository holding one commit is enou
 - full build; disk under the index directory vs the indexed source (blob sizes at HEAD);
 - a 1-file and a 5-file commit: `indexer update` as a whole process (median of 3 runs each),
   bytes written by the 1-file update (new files under the index directory) vs the index size;
-- search p50 over 10 unmerged segments vs the same index after `indexer optimize`.
+- search p50 over 10 unmerged segments vs the same index merged by `indexer optimize`, in one
+  process, alternating query by query, and whether both give the same top 10.
 `--baseline DIR`: a checkout of the code before segments (e.g. `git archive main`), measured
 the same way in the same run, alternating with this code.
 """
@@ -22,6 +23,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from bench_core import GIT_ENV
 
@@ -104,6 +106,47 @@ def search_p50(code: Path, repo: Path, rounds: int = 30) -> float:
     return float(proc.stdout.strip().splitlines()[-1])
 
 
+def segments_vs_merged(
+    code: Path, segments: Path, merged: Path, rounds: int = 10
+) -> dict[str, Any]:
+    """Warm p50 (ms) over the unmerged and the merged index in one process, alternating query by
+    query (drift on a shared machine hits both alike), and whether their top 10s are equal."""
+    script = (
+        "import json, sys, time, statistics\n"
+        "from pathlib import Path\n"
+        "from indexer.api import Index\n"
+        "from indexer.index.store import current_generation\n"
+        "a, b = (Index(current_generation(Path(p))) for p in sys.argv[1:3])\n"
+        f"queries = {QUERIES!r}\n"
+        "top = lambda ix, q: [(r.id, r.score) for r in ix.search(q)]\n"
+        "same = all(top(a, q) == top(b, q) for q in queries)\n"
+        "times = {'a': [], 'b': []}\n"
+        f"for rep in range({rounds}):\n"
+        "    for q in queries:\n"
+        "        pair = (('a', a), ('b', b))\n"
+        "        for name, ix in (pair if rep % 2 == 0 else pair[::-1]):\n"
+        "            t = time.perf_counter(); ix.search(q)\n"
+        "            times[name].append(time.perf_counter() - t)\n"
+        "print(json.dumps({'segments_ms': statistics.median(times['a']) * 1000,"
+        " 'merged_ms': statistics.median(times['b']) * 1000, 'same': same}))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(code)}
+    proc = subprocess.run(
+        [sys.executable, "-c", script, str(segments), str(merged)],
+        cwd=code,
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    return {
+        "search_p50_segments_ms": round(out["segments_ms"], 2),
+        "search_p50_merged_ms": round(out["merged_ms"], 2),
+        "search_same_top10": out["same"],
+    }
+
+
 def measure(
     code: Path,
     origin: Path,
@@ -160,9 +203,11 @@ def measure(
             ).stdout
         )
         result["segments"] = status.get("segments")
-        result["search_p50_segments_ms"] = round(search_p50(code, repo), 2)
-        indexer(code, repo, "optimize")
-        result["search_p50_merged_ms"] = round(search_p50(code, repo), 2)
+        merged = work / "merged-index"
+        shutil.rmtree(merged, ignore_errors=True)
+        shutil.copytree(index_dir, merged)
+        indexer(code, repo, "optimize", "--index-dir", str(merged))
+        result.update(segments_vs_merged(code, index_dir, merged))
     elif search:
         result["search_p50_ms"] = round(search_p50(code, repo), 2)
     shutil.rmtree(repo, ignore_errors=True)

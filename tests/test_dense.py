@@ -8,8 +8,10 @@ from pathlib import Path
 
 import faiss
 import numpy as np
+import pytest
 
 from indexer import Index, build_index
+from indexer.index import dense
 from indexer.index.build import update_index
 from indexer.index.dense import CodeScan, DenseIndex, decode, encode
 from indexer.index.store import current_generation
@@ -101,3 +103,27 @@ def test_search_over_segments_equals_the_merged_index(make_repo: MakeRepo, tmp_p
         query = table.embed(text)
         for a, b in zip(inc.dense.search(query, 5), full.dense.search(query, 5), strict=True):
             np.testing.assert_array_equal(a, b)
+
+
+def test_coarse_scan_ranks_its_candidates_by_the_full_codes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Above COARSE_ROWS, candidates come from the leading dimensions and are ranked by their
+    full codes: best first by (similarity, row), the similarities those of the full codes."""
+    monkeypatch.setattr(dense, "COARSE_ROWS", 1000)
+    x = unit_vectors(4000, 128, seed=4)
+    ranges = np.abs(x).max(axis=0).astype(np.float32)
+    codes = encode(x, ranges)
+    scan = CodeScan(len(codes), ranges, iter([(slice(0, len(codes)), codes)]))
+    assert scan.coarse is not None
+    query = x[7] + 0.1 * unit_vectors(1, 128, seed=5)[0]
+    sims, rows = scan.search(query, 20)
+    full = decode(codes, ranges) @ query
+    np.testing.assert_allclose(sims, full[rows], rtol=1e-5, atol=1e-6)
+    assert list(rows) == sorted(rows.tolist(), key=lambda r: (-full[r], r))
+    assert rows[0] == 7  # the query's own vector is found
+    exact = np.argsort(-full, kind="stable")[:20]
+    assert len(np.intersect1d(rows, exact)) >= 10  # isotropic data: the worst case
+    # Asked for as many as the coarse pass would return, the scan is exact.
+    sims, rows = scan.search(query, len(codes))
+    np.testing.assert_array_equal(np.sort(rows), np.arange(len(codes)))

@@ -227,6 +227,12 @@ def test_tiered_merge_policy() -> None:
     assert plan([(100_000, 0), *small, (12, 0)]) == list(range(1, MERGE_FACTOR + 1))
     assert plan([(100_000, 200_000), *small, (12, 0)]) == list(range(MERGE_FACTOR + 1))
     assert plan([(100_000, 0), (10, 0)]) == []
+    # Segments of half the build's segment size or more (a streamed build's) are left alone.
+    full = [(10_000, 0)] * (MERGE_FACTOR + 2)
+    assert plan(full, max_rows=16_384) == [] and plan(full, max_rows=40_000) != []
+    assert plan([*full, *small, (12, 0)], max_rows=16_384) == list(
+        range(len(full), len(full) + MERGE_FACTOR)
+    )
 
 
 def test_updates_add_segments_and_optimize_merges_them(make_repo, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

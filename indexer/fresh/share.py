@@ -44,7 +44,7 @@ from . import published_refs
 REF_PREFIX = published_refs.REF_PREFIX
 MANIFEST = "manifest.json"
 # Every file a segment may hold, and segment names: anything else in a fetched tree is rejected.
-ALLOWED_FILES = re.compile(r"^[a-z0-9_]+\.(json|jsonl|npy|bin|faiss|txt|json\.gz)$")
+ALLOWED_FILES = re.compile(r"^[a-z0-9_]+\.(json|jsonl|npy|bin|txt|json\.gz)$")
 SEGMENT_NAME = re.compile(r"^[0-9a-z]{1,40}-[0-9]{1,24}$")
 
 

@@ -15,6 +15,7 @@ one scan per query whatever the number of segments. Cosine = inner product of un
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -123,9 +124,37 @@ class DenseIndex:
         return cls(codes, ranges)
 
 
+# Above this many rows a query first scans the leading COARSE_DIMS codes of every row (a quarter
+# of the bytes) for COARSE_FACTOR x k candidates, then ranks those by their full codes: the scan
+# that grows with the corpus reads a quarter as much (docs/benchmarks.md: the recall it costs).
+COARSE_ROWS = int(os.environ.get("INDEXER_DENSE_COARSE_ROWS", "20000"))
+COARSE_DIMS = 96
+COARSE_FACTOR = 3
+
+
+def _sq8(ranges: np.ndarray, n: int) -> tuple[Any, np.ndarray]:
+    """An empty FAISS QT_8bit index over n rows with these ranges, and a numpy view of its codes
+    to fill in place (no second copy of the table in memory)."""
+    import faiss
+
+    dim = len(ranges)
+    index = faiss.IndexScalarQuantizer(
+        dim, faiss.ScalarQuantizer.QT_8bit, faiss.METRIC_INNER_PRODUCT
+    )
+    trained = np.concatenate([-ranges, 2 * ranges]).astype(np.float32)  # (vmin, vdiff)
+    faiss.copy_array_to_vector(trained, index.sq.trained)
+    index.is_trained = True
+    if not n:
+        return index, np.zeros((0, dim), dtype=np.uint8)
+    index.codes.resize(n * dim)
+    index.ntotal = n
+    return index, np.asarray(faiss.rev_swig_ptr(index.codes.data(), n * dim)).reshape(n, dim)
+
+
 class CodeScan:
-    """Codes of many rows in one FAISS scalar-quantizer index: `search` scans them all with
-    FAISS's SIMD kernel and returns positions in `codes`' row order."""
+    """Codes of many rows in one FAISS scalar-quantizer index: `search` scans them with FAISS's
+    SIMD kernel and returns positions in `codes`' row order. Exact up to COARSE_ROWS rows; above,
+    a coarse scan of the leading dimensions picks the candidates the full codes rank."""
 
     def __init__(self, n: int, ranges: np.ndarray, fill: Iterator[tuple[Any, np.ndarray]]) -> None:
         """`fill`: (positions, codes of those positions) pairs that cover all n positions."""
@@ -133,28 +162,27 @@ class CodeScan:
 
         # One query at a time: OpenMP thread start-up costs more than the scan itself.
         faiss.omp_set_num_threads(1)
-        dim = len(ranges)
-        index = faiss.IndexScalarQuantizer(
-            dim, faiss.ScalarQuantizer.QT_8bit, faiss.METRIC_INNER_PRODUCT
-        )
-        trained = np.concatenate([-ranges, 2 * ranges]).astype(np.float32)  # (vmin, vdiff)
-        faiss.copy_array_to_vector(trained, index.sq.trained)
-        index.is_trained = True
-        if n:
-            # Filled in place, block by block: no second copy of the table in memory.
-            index.codes.resize(n * dim)
-            target = np.asarray(faiss.rev_swig_ptr(index.codes.data(), n * dim)).reshape(n, dim)
-            for positions, codes in fill:
-                target[positions] = codes
-        else:
-            target = np.zeros((0, dim), dtype=np.uint8)
-        index.ntotal = n
-        self.index: Any = index
-        self.codes = target  # a view of the index's codes, row by row
+        self.index, self.codes = _sq8(ranges, n)  # codes: a view of the index's, row by row
+        for positions, codes in fill:
+            self.codes[positions] = codes
+        self.ranges = ranges
         self.n = n
+        self.coarse: Any = None
+        if n > COARSE_ROWS and len(ranges) > COARSE_DIMS:
+            self.coarse, leading = _sq8(ranges[:COARSE_DIMS], n)
+            for start in range(0, n, 16384):
+                leading[start : start + 16384] = self.codes[start : start + 16384, :COARSE_DIMS]
 
     def search(self, query: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-        """(similarities, rows) of the k nearest rows, best first; rows of -1 are padding."""
+        """(similarities, rows) of the k nearest rows, best first by (similarity, row); rows of
+        -1 are padding."""
         q = np.asarray(query, dtype=np.float32).reshape(1, -1)
-        sims, rows = self.index.search(q, min(k, self.n))
-        return sims[0], rows[0]
+        wide = COARSE_FACTOR * k
+        if self.coarse is None or wide >= self.n:
+            sims, rows = self.index.search(q, min(k, self.n))
+            return sims[0], rows[0]
+        _, found = self.coarse.search(np.ascontiguousarray(q[:, :COARSE_DIMS]), wide)
+        rows = found[0][found[0] >= 0]
+        sims = decode(self.codes[rows], self.ranges) @ q[0]
+        best = np.lexsort((rows, -sims))[:k]
+        return sims[best], rows[best]

@@ -13,14 +13,47 @@ from __future__ import annotations
 
 import bisect
 import math
+import os
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from functools import cached_property
+from pathlib import Path
 
 import numpy as np
 
+from ..errors import CorruptIndexError
+from .integrity import REBUILD
 from .lexical import K1, B
 from .reader import RowSpace
+
+PREAD_MIN = 1 << 20  # smaller postings (an update's segment) are read through their map
+
+
+def read_spans(array: np.ndarray, starts: np.ndarray, lens: np.ndarray) -> np.ndarray:
+    """array[start:start + len] of each span, end to end. A memory-mapped array is read with
+    pread, not through its map, so the postings a query reads do not stay resident in the
+    process (a long-lived one would otherwise end up holding every common term's pages)."""
+    path = getattr(array, "filename", None)
+    if path is None or len(array) < PREAD_MIN or not hasattr(os, "preadv"):
+        # Positions of every posting of the spans, without a Python loop per span.
+        before = np.cumsum(lens) - lens
+        idx = np.arange(int(lens.sum()), dtype=np.int64) + np.repeat(starts - before, lens)
+        return np.asarray(array[idx])
+    item = array.dtype.itemsize
+    out = np.empty(int(lens.sum()), dtype=array.dtype)
+    view = out.data.cast("B")
+    base = int(getattr(array, "offset", 0))
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        pos = 0
+        for start, n in zip(starts.tolist(), lens.tolist(), strict=True):
+            size = n * item
+            if size and os.preadv(fd, [view[pos : pos + size]], base + start * item) != size:
+                raise CorruptIndexError(f"index file {Path(path).name} is truncated; {REBUILD}")
+            pos += size
+    finally:
+        os.close(fd)
+    return out
 
 
 def idf_of(n_docs: int, df: np.ndarray) -> np.ndarray:
@@ -128,19 +161,16 @@ class LexicalView:
                 continue
             spans = np.asarray([where[q] for q in present], dtype=np.int64).reshape(-1, 2)
             starts, lens = spans[:, 0], spans[:, 1] - spans[:, 0]
-            # Positions of every posting of the query's terms, without a Python loop per term.
-            before = np.cumsum(lens) - lens
-            idx = np.arange(int(lens.sum()), dtype=np.int64) + np.repeat(starts - before, lens)
             _, seg_docs, seg_tfs = segment.postings
-            docs = seg_docs[idx]
+            docs = read_spans(seg_docs, starts, lens)
             posting_weights = np.repeat(weights[present], lens)
             posting_idf = np.repeat(term_idf[present], lens)
             to_global = self.space.local_to_global(i)
             if to_global is None:  # one segment, nothing deleted: its own scores are global
-                scores = segment.scores[idx]
+                scores = read_spans(segment.scores, starts, lens)
             else:
                 docs = to_global[docs]
-                tfs = np.asarray(seg_tfs[idx], dtype=np.float32)
+                tfs = np.asarray(read_spans(seg_tfs, starts, lens), dtype=np.float32)
                 live = docs >= 0
                 if not live.all():
                     docs, tfs = docs[live], tfs[live]

@@ -6,7 +6,11 @@ segment whose rows are mostly deleted is rewritten with the next merge. A merge 
 rows (texts, postings, vectors, graph facts; nothing is chunked again) into one new segment and
 publishes a new generation in which it replaces them: results do not change (the reader's row
 space is in path order whatever the segments). `indexer optimize` merges everything into one
-segment. Callers hold the update lock (indexer/freshness.py), so a merge never races an update.
+segment. Segments of at least half the build's segment size (stream.py: what a full build
+writes) are left out of automatic merges, as Lucene's tiered policy leaves segments near its
+maximum: a merge then never holds more than about one segment size in memory, and the segments
+of a streamed build are not merged again by the first update. Callers hold the update lock
+(indexer/freshness.py), so a merge never races an update.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from typing import Any
 from .reader import open_generation
 from .segment import Segment
 from .store import SEGMENTS, SegmentWriter, current_generation, new_name, publish_generation
+from .stream import chunks_per_segment
 from .vectors import StaticVectors
 from .writer import CopiedFile, assemble, stored_ranges
 
@@ -29,13 +34,17 @@ def _tier(rows: int) -> int:
     return int(math.log(max(rows, 1), MERGE_FACTOR))
 
 
-def plan(sizes: list[tuple[int, int]]) -> list[int]:
-    """Indices of the segments to merge now, from (live rows, dead rows) of each; [] if none."""
+def plan(sizes: list[tuple[int, int]], max_rows: int | None = None) -> list[int]:
+    """Indices of the segments to merge now, from (live rows, dead rows) of each; [] if none.
+    Segments of `max_rows // 2` live rows or more (default: half the build's segment size)
+    are merged only when they are mostly deleted rows."""
     if len(sizes) < 2:
         return []
+    full = (chunks_per_segment() if max_rows is None else max_rows) // 2
     tiers: dict[int, list[int]] = {}
     for i, (live, _) in enumerate(sizes):
-        tiers.setdefault(_tier(live), []).append(i)
+        if live < full:
+            tiers.setdefault(_tier(live), []).append(i)
     # The smallest tiers first: once they hold MERGE_FACTOR segments together, merge them.
     chosen: set[int] = set()
     for tier in sorted(tiers):

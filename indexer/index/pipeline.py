@@ -32,6 +32,7 @@ from .graph.facts import EncodedFacts, encode_facts
 from .integrity import chunk_sum, meta_sum
 from .tokens import text_terms
 from .vectors import StaticVectors
+from .workers import release_memory
 from .writer import module_definitions, path_documents
 
 BATCH_FILES = 32  # files per task: big enough to amortise a task, small enough to stream
@@ -138,6 +139,7 @@ def index_batch(context: BuildContext, items: list[tuple[str, str, str]]) -> lis
             results.append(index_file(bytes(repo[blob].data), table, path, blob, language))
         except Exception as exc:  # a parser bug must not break the build
             results.append(FileResult(path, blob, language, f"error:{type(exc).__name__}"))
+    release_memory()
     return results
 
 

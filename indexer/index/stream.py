@@ -22,6 +22,7 @@ import numpy as np
 from ..errors import IndexerError
 from .store import SEGMENTS, SegmentWriter, new_name
 from .vectors import StaticVectors
+from .workers import release_memory
 from .writer import BuiltFile, CopiedFile, FreshFile, assemble
 
 # ~6-8 KiB of main-process memory per chunk while its segment is assembled and written: a
@@ -80,6 +81,8 @@ class SegmentStream:
         self.writers.append(writer)
         data.save(writer.path)
         self.paths.update(data.paths)
+        del data
+        release_memory()
 
     def finish(self, commit: str) -> tuple[list[str], int]:
         """Rename the written segments into place: (their names, bytes written)."""

@@ -9,16 +9,43 @@ tracker exits by itself once no process holds its pipe, that is once the workers
 
 from __future__ import annotations
 
+import ctypes
 import os
 import threading
 import time
+from functools import cache
 from typing import Any
 
 POLL_SECONDS = 0.5
+M_MMAP_THRESHOLD = -3  # glibc mallopt parameter
+MMAP_THRESHOLD = 256 * 1024
+
+
+@cache
+def _libc() -> Any:
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        libc.malloc_trim  # noqa: B018  (glibc only)
+        # A fixed threshold: glibc's dynamic one climbs to 32 MiB after a large file's parse
+        # buffers are freed, and later large buffers then stay in the heap for good.
+        libc.mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD)
+    except (OSError, AttributeError):
+        return None
+    return libc
+
+
+def release_memory() -> None:
+    """Hand freed heap pages back to the OS (glibc; a no-op elsewhere). A worker that parsed a
+    huge generated file otherwise keeps its peak for the rest of the build: parse trees and
+    chunk texts are freed, but the heap stays fragmented and large."""
+    libc = _libc()
+    if libc is not None:
+        libc.malloc_trim(0)
 
 
 def watch_parent(parent_pid: int) -> None:
     """Worker initializer: exit when `parent_pid` is no longer this process's parent."""
+    _libc()
 
     def watch() -> None:
         while os.getppid() == parent_pid:

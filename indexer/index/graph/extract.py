@@ -21,7 +21,7 @@ from .extract_go import go_file
 from .extract_java import java_file
 from .extract_js import js_bases, js_imports
 from .model import JS_LANGUAGES, FileGraph, symbols_from_chunks
-from .syntax import class_at, matches, text
+from .syntax import class_at, matches_by_child, text
 
 _SELF_NAMES = frozenset({"self", "this", "cls", "@"})
 
@@ -168,7 +168,7 @@ def _extract(
     elif language == "java":
         java_file(root, data, fg, owner)
     calls_query = _call_query(language)
-    found = matches(calls_query, root) if calls_query is not None else []
+    found = matches_by_child(calls_query, root) if calls_query is not None else iter(())
     seen: set[tuple[str, str, str, int]] = set()
     imports: list[Any] = []
     for m in found:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from functools import cache
 from typing import Any
 
@@ -14,6 +14,18 @@ def matches(query: Any, node: Any) -> list[dict[str, list[Any]]]:
     from tree_sitter import QueryCursor
 
     return [m for _, m in QueryCursor(query).matches(node)]
+
+
+def matches_by_child(query: Any, node: Any) -> Iterator[dict[str, list[Any]]]:
+    """The matches of `query` under `node`, one top-level child at a time, in order: a huge
+    generated file never holds all its matches (Python objects per captured node) at once.
+    For patterns that match inside one statement (calls, imports, class bases)."""
+    from tree_sitter import QueryCursor
+
+    cursor = QueryCursor(query)
+    for child in node.children:
+        for _, m in cursor.matches(child):
+            yield m
 
 
 def text(node: Any, data: bytes) -> str:
