@@ -94,6 +94,22 @@ def list_tree(repo: pygit2.Repository, commit: pygit2.Commit) -> TreeListing:
     return TreeListing(str(commit.id), int(commit.commit_time), files, skipped)
 
 
+_DIFFS: dict[tuple[str, str], Any] = {}
+
+
+def tree_diff(old: pygit2.Tree, new: pygit2.Tree) -> Any:
+    """The diff of two trees, kept for the process: an update diffs the indexed commit's tree
+    against the new one, then walks the same commit for change times (~0.1 s each on a 10k-file
+    tree)."""
+    key = (str(old.id), str(new.id))
+    diff = _DIFFS.get(key)
+    if diff is None:
+        if len(_DIFFS) > 64:
+            _DIFFS.clear()
+        diff = _DIFFS[key] = old.diff_to_tree(new)
+    return diff
+
+
 def last_change_times(
     repo: pygit2.Repository,
     commit: pygit2.Commit,
@@ -132,7 +148,7 @@ def last_change_times(
             if partial:
                 break
             continue
-        diff: Any = parents[0].tree.diff_to_tree(current.tree)
+        diff: Any = tree_diff(parents[0].tree, current.tree)
         for delta in diff.deltas:
             path = delta.new_file.path
             if path in remaining:
@@ -177,7 +193,7 @@ def tree_changes(
         before = repo[old].peel(pygit2.Commit)
     except (KeyError, ValueError, pygit2.GitError):
         return None
-    diff = before.tree.diff_to_tree(commit.tree)
+    diff = tree_diff(before.tree, commit.tree)
     if len(diff) > MAX_TREE_CHANGES:
         return None
     rules = IgnoreRules.from_tree(repo, commit.tree)
