@@ -26,6 +26,7 @@ from .search.fusion import FusionConfig
 from .search.query import Query, parse_query
 from .search.ranking import rank
 from .source.chunks import Chunk
+from .threads import single_threaded_math
 
 if TYPE_CHECKING:
     from .index.overlay import OverlayState, WorktreeOverlay
@@ -264,6 +265,7 @@ class Index(GenerationView):
     ) -> list[SearchResult]:
         from .search.answers import MISSING_SYMBOL_FACTOR, fold_split_tails, missing_symbols
 
+        single_threaded_math()  # a query's products are small (indexer/threads.py)
         allowed = self._allowed(where) if where else None
         ranked = self.rank(parse_query(query), k, cut=cut, allowed=allowed)
         scores = dict(ranked)
