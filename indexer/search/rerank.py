@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import re
@@ -317,8 +318,9 @@ def path_match(index: Index, file: int, q: Query, named: PathWords | None = None
         directory = parts[0] if len(parts) == 2 else ""
         if name.lower() in _GENERIC_STEMS and directory:
             directory, _, name = directory.rpartition("/")
-        stem_words, dir_words = _word_forms(name), _word_forms(directory) if directory else ()
-        cached = cache[file] = (stem_words, dir_words, frozenset().union(*stem_words, *dir_words))
+        stem_words = _word_forms(name)
+        dir_words, dir_forms = _directory_forms(directory) if directory else ((), frozenset())
+        cached = cache[file] = (stem_words, dir_words, dir_forms.union(*stem_words))
     stem_words, dir_words, every_form = cached
     words = named or PathWords(q)
     if every_form.isdisjoint(words.hits):
@@ -351,6 +353,14 @@ class PathWords:
 def _word_forms(path: str) -> tuple[frozenset[str], ...]:
     """Each distinct term of a path, as written and stemmed."""
     return tuple(frozenset((t, stem(t))) for t in dict.fromkeys(path_terms(path)))
+
+
+@functools.lru_cache(maxsize=8192)
+def _directory_forms(directory: str) -> tuple[tuple[frozenset[str], ...], frozenset[str]]:
+    """A directory's word forms and their union, shared by the files it holds (the per-file
+    cache of a 150k-chunk corpus held one copy per file)."""
+    words = _word_forms(directory)
+    return words, frozenset().union(*words)
 
 
 def saturate(
