@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from .index.overlay import OverlayState, WorktreeOverlay
     from .search.answers import Verdict
     from .search.budget import Packed
+    from .search.definitions import DefinitionTable
     from .search.filters import SearchFilter
     from .search.related_types import Related
 
@@ -339,40 +340,16 @@ class Index(GenerationView):
         return rank(self, q, k, cut, retrievers, allowed)
 
     @cached_property
-    def _definitions(self) -> tuple[np.ndarray, np.ndarray]:
-        """Defined names (lowercased: definitions' symbols and module-level names) as sorted
-        (hash, row) arrays: 12 bytes a name, where a dict of lists took ~23 MB at 163k chunks."""
-        from array import array
+    def _definitions(self) -> DefinitionTable:
+        from .search.definitions import DefinitionTable
 
-        hashes, rows = array("q"), array("i")
-        for row, (symbol, names) in enumerate(
-            zip(self._columns["symbols"], self._columns["defines"], strict=True)
-        ):
-            for name in {symbol.lower(), *names.lower().split()} - {""}:
-                hashes.append(hash(name))
-                rows.append(row)
-        keys = np.frombuffer(hashes, dtype=np.int64)
-        order = np.argsort(keys, kind="stable")  # a name's rows stay in row order
-        return keys[order], np.frombuffer(rows, dtype=np.int32)[order]
-
-    def _rows_defining(self, name: str) -> list[int]:
-        if not name:
-            return []
-        keys, rows = self._definitions
-        key = hash(name)
-        found = rows[np.searchsorted(keys, key) : np.searchsorted(keys, key, side="right")]
-        symbols, defines = self._columns["symbols"], self._columns["defines"]
-        return [  # a hash is not a name: each row is checked against its own names
-            r
-            for r in found.tolist()
-            if symbols[r].lower() == name or name in defines[r].lower().split()
-        ]
+        return DefinitionTable(self._columns["symbols"], self._columns["defines"])
 
     def defining_rows(self, names: set[str]) -> np.ndarray:
         """Rows that define one of `names` exactly (definitions before module-level names)."""
         kinds = self._columns["kinds"]
         rows = sorted(
-            {r for name in names for r in self._rows_defining(name)},
+            {r for name in names for r in self._definitions.rows_defining(name)},
             key=lambda r: (kinds[r] == "module", r),
         )
         return np.asarray(rows, dtype=np.int64)

@@ -9,7 +9,7 @@ from indexer import Index, build_index
 
 from .conftest import MakeRepo
 
-FILES = {
+FILES: dict[str, str | bytes] = {
     "pkg/shapes.py": (
         "class Circle:\n    def area(self):\n        return 3\n\n"
         "def make_circle():\n    return Circle()\n\nRADIUS = 2\n"
