@@ -375,7 +375,7 @@ class Index(GenerationView):
         self,
     ) -> list[tuple[tuple[frozenset[str], ...], tuple[frozenset[str], ...], frozenset[str]] | None]:
         """Per file: its stem's and its directories' terms, filled as files are ranked."""
-        return [None] * len(self.files)
+        return [None] * self.space.n_files
 
     @cached_property
     def flag_fix_cache(self) -> dict[int, tuple[int, int]]:
