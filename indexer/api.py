@@ -26,11 +26,13 @@ from .search.fusion import FusionConfig
 from .search.query import Query, parse_query
 from .search.ranking import rank
 from .source.chunks import Chunk
+from .threads import single_threaded_math
 
 if TYPE_CHECKING:
     from .index.overlay import OverlayState, WorktreeOverlay
     from .search.answers import Verdict
     from .search.budget import Packed
+    from .search.definitions import DefinitionTable
     from .search.filters import SearchFilter
     from .search.related_types import Related
 
@@ -267,6 +269,7 @@ class Index(GenerationView):
     ) -> list[SearchResult]:
         from .search.answers import MISSING_SYMBOL_FACTOR, fold_split_tails, missing_symbols
 
+        single_threaded_math()  # a query's products are small (indexer/threads.py)
         allowed = self._allowed(where) if where else None
         ranked = self.rank(parse_query(query), k, cut=cut, allowed=allowed)
         scores = dict(ranked)
@@ -340,21 +343,16 @@ class Index(GenerationView):
         return rank(self, q, k, cut, retrievers, allowed)
 
     @cached_property
-    def _definitions(self) -> dict[str, list[int]]:
-        """Lowercased defined name -> rows: definitions' symbols and module-level names."""
-        table: dict[str, list[int]] = {}
-        for row, (symbol, names) in enumerate(
-            zip(self._columns["symbols"], self._columns["defines"], strict=True)
-        ):
-            for name in {symbol.lower(), *names.lower().split()} - {""}:
-                table.setdefault(name, []).append(row)
-        return table
+    def _definitions(self) -> DefinitionTable:
+        from .search.definitions import DefinitionTable
+
+        return DefinitionTable(self._columns["symbols"], self._columns["defines"])
 
     def defining_rows(self, names: set[str]) -> np.ndarray:
         """Rows that define one of `names` exactly (definitions before module-level names)."""
         kinds = self._columns["kinds"]
         rows = sorted(
-            {r for name in names for r in self._definitions.get(name, ())},
+            {r for name in names for r in self._definitions.rows_defining(name)},
             key=lambda r: (kinds[r] == "module", r),
         )
         return np.asarray(rows, dtype=np.int64)
@@ -373,7 +371,7 @@ class Index(GenerationView):
         self,
     ) -> list[tuple[tuple[frozenset[str], ...], tuple[frozenset[str], ...], frozenset[str]] | None]:
         """Per file: its stem's and its directories' terms, filled as files are ranked."""
-        return [None] * len(self.files)
+        return [None] * self.space.n_files
 
     @cached_property
     def flag_fix_cache(self) -> dict[int, tuple[int, int]]:

@@ -123,7 +123,8 @@ def fold_split_tails(
 
 
 def _first_part_if_tail(index: Any, row: int) -> int:
-    if index._columns["kinds"][row] not in ("function", "method"):
+    kinds = index._columns["kinds"]
+    if kinds[row] not in ("function", "method"):
         return row  # the kinds column answers without decoding the chunk's record
     chunk = index.chunk_at(row, with_text=False)
     if (
@@ -131,16 +132,22 @@ def _first_part_if_tail(index: Any, row: int) -> int:
         or chunk.end_line - chunk.start_line > 2 * TAIL_LINES
     ):
         return row
-    _, mark, own = index.chunk_at(row).text.partition(SPLIT_MARK)
-    if not mark or sum(1 for line in own.splitlines() if line.strip()) > TAIL_LINES:
-        return row  # not a later part of a split definition, or not a short one
+    # The earlier part first, by the metadata alone: most short functions have none, and then
+    # the text (a whole file's block to decompress) is not needed. Parts of one definition
+    # share its qualname, hence its symbol: the symbols column narrows the rows to decode.
+    symbols = index._columns["symbols"]
     same_file = np.nonzero(index._chunk_file == index._chunk_file[row])[0].tolist()
     first = row
     first_start = chunk.start_line
     for other in same_file:
-        if other == row:
+        if other == row or symbols[other] != chunk.symbol or kinds[other] != chunk.kind:
             continue
         c = index.chunk_at(int(other), with_text=False)
-        if c.qualname == chunk.qualname and c.kind == chunk.kind and c.start_line < first_start:
+        if c.qualname == chunk.qualname and c.start_line < first_start:
             first, first_start = int(other), c.start_line
+    if first == row:
+        return row
+    _, mark, own = index.chunk_at(row).text.partition(SPLIT_MARK)
+    if not mark or sum(1 for line in own.splitlines() if line.strip()) > TAIL_LINES:
+        return row  # not a later part of a split definition, or not a short one
     return first

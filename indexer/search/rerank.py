@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import re
@@ -71,12 +72,19 @@ def compound_words(index: Index, q: Query, files: np.ndarray, flags: np.ndarray)
     if q.issue_sized or not q.compounds:
         return set()
     out: set[str] = set()
+    paths = index.space.paths
     for f in sorted(set(files[flags == 0].tolist())):  # np.unique would import numpy.ma
-        name = index.files[f]["path"].rsplit("/", 1)[-1].rsplit(".", 1)[0]
-        words = q.compounds.get(name.lower().replace("_", "").replace("-", ""))
+        words = q.compounds.get(_compound_key(paths[f]))
         if words:
             out.update(words)
     return out
+
+
+@functools.lru_cache(maxsize=8192)
+def _compound_key(path: str) -> str:
+    """A file's stem as two query words spell it together: lowercased, no `_` or `-`."""
+    name = path.rsplit("/", 1)[-1].rsplit(".", 1)[0]
+    return name.lower().replace("_", "").replace("-", "")
 
 
 def names_path(path: str, named: tuple[str, ...]) -> bool:
@@ -175,7 +183,7 @@ def corrected_flags(index: Index, files: np.ndarray, flags: np.ndarray) -> np.nd
     for j, (f, i) in enumerate(zip(unique.tolist(), first.tolist(), strict=True)):
         fix = cache.get(f)
         if fix is None:
-            path = index.files[f]["path"]
+            path = index.space.paths[f]
             drop = FLAG_DOCS if flags[i] & FLAG_DOCS else 0
             fix = cache[f] = (drop, (doc_correction(path) if drop else 0) | shape_flags(path))
         drops[j], adds[j] = fix
@@ -219,7 +227,7 @@ def data_demotion(index: Index, q: Query, files: np.ndarray, flags: np.ndarray) 
     out = np.ones(len(files), dtype=np.float64)
     text = q.text.lower()
     for i in np.nonzero(flags & FLAG_DATA)[0].tolist():
-        name = index.files[int(files[i])]["path"].rsplit("/", 1)[-1].lower()
+        name = index.space.paths[int(files[i])].rsplit("/", 1)[-1].lower()
         if name not in text:
             out[i] = index.fusion["rerank"]["demote_data"]
     return out
@@ -251,7 +259,7 @@ def rerank(index: Index, q: Query, rows: np.ndarray, scores: np.ndarray) -> np.n
         dotted = q.dotted and not q.issue_sized
         if q.paths or dotted or q.symbol_like:
             for j, f in enumerate(unique_files):
-                path = index.files[f]["path"]
+                path = index.space.paths[f]
                 if (q.paths and names_path(path, q.paths)) or (
                     dotted and names_module(path, q.dotted)
                 ):
@@ -312,13 +320,14 @@ def path_match(index: Index, file: int, q: Query, named: PathWords | None = None
     cache = index.path_term_cache
     cached = cache[file]
     if cached is None:
-        parts = index.files[file]["path"].rsplit("/", 1)
+        parts = index.space.paths[file].rsplit("/", 1)
         name = parts[-1].rsplit(".", 1)[0]
         directory = parts[0] if len(parts) == 2 else ""
         if name.lower() in _GENERIC_STEMS and directory:
             directory, _, name = directory.rpartition("/")
-        stem_words, dir_words = _word_forms(name), _word_forms(directory) if directory else ()
-        cached = cache[file] = (stem_words, dir_words, frozenset().union(*stem_words, *dir_words))
+        stem_words = _word_forms(name)
+        dir_words, dir_forms = _directory_forms(directory) if directory else ((), frozenset())
+        cached = cache[file] = (stem_words, dir_words, dir_forms.union(*stem_words))
     stem_words, dir_words, every_form = cached
     words = named or PathWords(q)
     if every_form.isdisjoint(words.hits):
@@ -351,6 +360,14 @@ class PathWords:
 def _word_forms(path: str) -> tuple[frozenset[str], ...]:
     """Each distinct term of a path, as written and stemmed."""
     return tuple(frozenset((t, stem(t))) for t in dict.fromkeys(path_terms(path)))
+
+
+@functools.lru_cache(maxsize=8192)
+def _directory_forms(directory: str) -> tuple[tuple[frozenset[str], ...], frozenset[str]]:
+    """A directory's word forms and their union, shared by the files it holds (the per-file
+    cache of a 150k-chunk corpus held one copy per file)."""
+    words = _word_forms(directory)
+    return words, frozenset().union(*words)
 
 
 def saturate(
