@@ -17,7 +17,7 @@ import numpy as np
 from .errors import IndexerError, check_types
 from .index.gitdir import git_dir as _git_dir
 from .index.integrity import corrupt_as_error
-from .index.segment import SegmentData
+from .index.segment_data import SegmentData
 from .index.store import current_generation, default_index_dir
 from .index.tokens import path_terms
 from .index.vectors import StaticVectors
@@ -93,7 +93,7 @@ class Index(GenerationView):
     with searching, chunk lookup, the code graph commands and status on top of the arrays
     GenerationView (indexer/index/view.py) loads.
 
-    `overlay`: an extra in-memory segment (indexer.index.segment.SegmentData) and paths masked
+    `overlay`: an extra in-memory segment (indexer.index.segment_data.SegmentData) and paths masked
     in every stored segment: what the working-tree overlay adds (see `with_overlay`)."""
 
     def __init__(

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pygit2
 
-from indexer.index.segment import SEGMENT_FORMAT
+from indexer.index.segment_format import SEGMENT_FORMAT
 
 from .conftest import live_segment, run_cli
 

@@ -19,7 +19,7 @@ from indexer.fresh.share import publish
 from indexer.index import integrity
 from indexer.index.build import update_index
 from indexer.index.integrity import chunk_sums, meta_sum
-from indexer.index.segment import TEXT_BLOCKS, TEXTS, compress_texts, decompress_texts
+from indexer.index.segment_format import TEXT_BLOCKS, TEXTS, compress_texts, decompress_texts
 from indexer.index.store import current_generation
 
 from .conftest import SAMPLE_FILES, MakeRepo, commit_all, live_segment, run_cli, write_files

@@ -17,7 +17,7 @@ from mcp import Client, StdioServerParameters
 
 from indexer import Index, build_index
 from indexer.index.build import update_index
-from indexer.index.segment import TEXT_BLOCKS, TEXTS, decompress_texts
+from indexer.index.segment_format import TEXT_BLOCKS, TEXTS, decompress_texts
 from indexer.search.savings import LOG_NAME, flush
 from indexer.source.gitsource import path_skip_reason
 from indexer.source.secrets import is_secret_path, redact

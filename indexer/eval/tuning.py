@@ -20,7 +20,7 @@ from typing import Any
 from ..api import Index
 from ..errors import IndexerError
 from ..index.dense import DenseIndex
-from ..index.reader import DenseView
+from ..index.dense_view import DenseView
 from ..index.tokens import code_terms, path_terms
 from ..index.vectors import StaticVectors
 from ..search.fusion import FusionConfig

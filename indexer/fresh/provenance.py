@@ -29,7 +29,7 @@ from ..errors import IndexerError
 from ..index.dense import faiss_id
 from ..index.graph.facts import FACTS_LINES, FACTS_META
 from ..index.integrity import CHUNK_SUMS, check_rows, chunk_sums, meta_sum
-from ..index.segment import TEXT_BLOCKS, TEXTS, decompress_texts
+from ..index.segment_format import TEXT_BLOCKS, TEXTS, decompress_texts
 from ..source.chunker import chunk_id, path_stem
 from ..source.datafiles import data_records
 from ..source.notebook import cell_source
@@ -74,7 +74,7 @@ def _array(read: Callable[[str], bytes], name: str) -> np.ndarray:
 
 
 def _lines(read: Callable[[str], bytes], name: str, count: int | None = None) -> list[str]:
-    """A text column (indexer/index/segment.py); `count` rows when known (an empty file is one
+    """A text column (indexer/index/segment_format.py); `count` rows when known (an empty file is one
     empty value or none)."""
     data = read(name).decode("utf-8")
     if count is None:

@@ -8,7 +8,7 @@ decoding and re-encoding a kept vector gives the same code, and an incremental u
 byte-identical to a full build. Encoding is numpy alone, bit for bit FAISS's `QT_8bit` scalar
 quantizer with those ranges, so writing a segment (an `indexer update`) never imports FAISS.
 
-The query side (indexer/index/reader.py `DenseView`) hands the codes of every live row, in
+The query side (indexer/index/dense_view.py `DenseView`) hands the codes of every live row, in
 global row order, to one FAISS `IndexScalarQuantizer` (SIMD scan of the codes as they are):
 one scan per query whatever the number of segments. Cosine = inner product of unit vectors.
 """

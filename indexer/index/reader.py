@@ -22,9 +22,11 @@ from typing import Any
 import numpy as np
 
 from ..errors import CorruptIndexError
-from .dense import CodeScan, DenseIndex, decode
+from .columns import Chain, LazySequence, Lines
 from .graph.model import FileGraph
-from .segment import REBUILD, LazySequence, Lines, Segment, SegmentData
+from .integrity import REBUILD
+from .segment import Segment
+from .segment_data import SegmentData
 from .store import read_generation, segment_dir
 
 # `src/<name>/...` and `lib/<name>/...`: <name>; any other `<top>/...`: <top>.
@@ -265,26 +267,6 @@ def _in_path_order(parts: Sequence[tuple[Segment, Iterable[str]]]) -> bool:
     return True
 
 
-class Chain(LazySequence[str]):
-    """Columns of several segments end to end, read where asked (bisection works on it)."""
-
-    def __init__(self, parts: Sequence[Sequence[str]]) -> None:
-        self.parts = list(parts)
-        self.starts = np.cumsum([0] + [len(p) for p in self.parts]).tolist()
-
-    def __len__(self) -> int:
-        return int(self.starts[-1])
-
-    def _item(self, i: int) -> str:
-        k = bisect.bisect_right(self.starts, i) - 1
-        value: str = self.parts[k][i - int(self.starts[k])]
-        return value
-
-    def __iter__(self) -> Iterator[str]:
-        for part in self.parts:
-            yield from part
-
-
 class FileRecords(LazySequence[dict[str, Any]]):
     """`space.files[f]`: the record of file f, made when asked (cached)."""
 
@@ -320,90 +302,6 @@ class BlobOf(Mapping[str, str]):
 
     def __len__(self) -> int:
         return self.space.n_files
-
-
-class DenseView:
-    """One FAISS scan over the codes of every live row, laid out in global row order when the
-    view is first searched: the cost of a query does not depend on the number of segments, and
-    deleted or masked rows are simply absent. Results are ordered by (similarity, row), so ties
-    do not depend on segment order."""
-
-    def __init__(
-        self, space: RowSpace, whole: DenseIndex | None = None, one_shot: bool = False
-    ) -> None:
-        self.space = space
-        self.whole = whole  # codes of every row of `space` in row order (a table swapped in)
-        # A process that answers one command scans the mapped codes with numpy instead
-        # (indexer/index/code_scan.py): no FAISS import, no copy.
-        self.one_shot = one_shot
-
-    @cached_property
-    def ranges(self) -> np.ndarray:
-        dense = [self.whole] if self.whole is not None else [s.dense for s in self.space.segments]
-        if not dense:
-            return np.zeros(0, dtype=np.float32)
-        if any(not np.array_equal(d.ranges, dense[0].ranges) for d in dense[1:]):
-            raise CorruptIndexError(f"segments of one index have different vector codes; {REBUILD}")
-        return dense[0].ranges
-
-    @cached_property
-    def _scan(self) -> CodeScan:
-        space = self.space
-
-        def fill() -> Iterator[tuple[Any, np.ndarray]]:
-            if self.whole is not None:
-                for start, codes in self.whole.blocks():
-                    yield slice(start, start + len(codes)), codes
-                return
-            for i, segment in enumerate(space.segments):
-                to_global = space.local_to_global(i)
-                for start, codes in segment.dense.blocks():
-                    if to_global is None:
-                        yield slice(start, start + len(codes)), codes
-                    else:
-                        rows = to_global[start : start + len(codes)]
-                        live = rows >= 0
-                        yield rows[live], codes[live]
-
-        return CodeScan(space.n_rows, self.ranges, fill())
-
-    def search(self, query: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-        """(similarities, global rows) of the k nearest live rows, best first."""
-        if self.space.n_rows == 0 or k <= 0:
-            return np.zeros(0, dtype=np.float32), np.zeros(0, dtype=np.int64)
-        if self.one_shot and "_scan" not in self.__dict__:
-            from .code_scan import scan
-
-            parts: list[tuple[DenseIndex, np.ndarray | None]] = []
-            if self.whole is not None:
-                parts.append((self.whole, None))
-            for i, segment in enumerate(self.space.segments if self.whole is None else ()):
-                parts.append((segment.dense, self.space.local_to_global(i)))
-            return scan(parts, query, k)
-        sims, rows = self._scan.search(query, k)
-        valid = rows >= 0
-        sims, rows = sims[valid], rows[valid].astype(np.int64)
-        order = np.lexsort((rows, -sims))
-        return sims[order], rows[order]
-
-    def reconstruct(self, rows: np.ndarray) -> np.ndarray:
-        """Stored (decoded) vectors of global rows."""
-        rows = np.asarray(rows, dtype=np.int64)
-        if "_scan" in self.__dict__ or not self.one_shot:
-            return decode(self._scan.codes[rows], self.ranges)
-        if self.whole is not None:
-            return decode(np.asarray(self.whole.codes[rows]), self.ranges)
-        if self.space.identity:
-            return self.space.segments[0].dense.reconstruct(rows)
-        out = np.zeros((len(rows), len(self.ranges)), dtype=np.float32)
-        cats = self.space.global_to_cat[rows]
-        seg = np.searchsorted(self.space.seg_offsets, cats, side="right") - 1
-        for i, segment in enumerate(self.space.segments):
-            mine = np.flatnonzero(seg == i)
-            if len(mine):
-                local = cats[mine] - self.space.seg_offsets[i]
-                out[mine] = segment.dense.reconstruct(local)
-        return out
 
 
 def open_generation(

@@ -1,284 +1,38 @@
-"""One segment: the chunks of a set of files, immutable once renamed into place.
-
-A segment holds, for its files in path order: the chunk store (one JSON metadata line and the
-text of each chunk, with offsets and per-chunk digests), per-chunk columns (FAISS id, file,
-flags, symbol, kind, module-level names), the BM25 postings with RAW term frequencies and
-document lengths (scores need the statistics of every live segment, so they are computed at
-query time: indexer/index/lexical_view.py), the chunk vectors as 8-bit codes
-(indexer/index/dense.py), and the files' graph facts. Tables with one entry per chunk, file or
-term are .npy arrays or newline-separated text columns (memory-mapped, read lazily), never
-per-entry JSON. `segment.json` lists every
-file with its size and sha256; loading never executes code (no pickle).
-
-`SegmentData` is a segment in memory: what the writer fills, what `save` writes, and what the
-working-tree overlay (issue 13) hands to the reader without touching the disk.
-"""
+"""One segment read from disk, immutable once renamed into place: each table loads on first
+use (the files are described in indexer/index/segment_format.py). `Segment.of(data)` serves an
+in-memory `SegmentData` through the same attributes."""
 
 from __future__ import annotations
 
-import itertools
 import json
-import mmap
 import zlib
 from collections import OrderedDict
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
 from functools import cached_property
 from pathlib import Path
-from typing import Any, TypeVar, overload
+from typing import Any
 
 import numpy as np
 
-from ..digests import sha256
 from ..errors import CorruptIndexError
 from . import integrity
-from .dense import FILES as DENSE_FILES
+from .columns import Lines
 from .dense import DenseIndex
-from .graph.facts import (
-    FACTS_FILE_NAMES,
-    EncodedFacts,
-    FactsMapping,
-    read_facts,
-    write_facts,
+from .graph.facts import FactsMapping, read_facts
+from .integrity import REBUILD
+from .segment_data import SegmentData
+from .segment_format import (
+    REQUIRED_FILES,
+    SEGMENT_FORMAT,
+    SEGMENT_MANIFEST,
+    TEXT_BLOCKS,
+    TEXTS,
+    file_bounds,
+    map_file,
+    sha256_file,
 )
-from .graph.model import FileGraph
-from .store import fsync_files
 
-T = TypeVar("T")
-
-SEGMENT_FORMAT = 4  # 4: vectors as plain uint8 codes (dense_codes.npy), no FAISS file
-SEGMENT_MANIFEST = "segment.json"
-TEXTS = "texts_z.bin"  # chunk texts, one zlib block per file (code compresses ~5x)
-TEXT_BLOCKS = "text_blocks.npy"  # int64 (files + 1): where each file's block starts in TEXTS
 BLOCK_CACHE = 32  # decompressed file blocks kept per segment (results cluster in few files)
-TEXT_COLUMNS = ("symbols", "kinds", "defines", "file_paths", "file_blobs", "file_languages")
-REQUIRED_FILES = frozenset(
-    {
-        *(f"{name}.txt" for name in TEXT_COLUMNS),
-        *(f"{name}.npy" for name in ("file_times", "chunk_file", "chunk_flags", "chunk_fids")),
-        *(f"{name}.npy" for name in ("chunk_sums", "meta_sums", "chunk_offsets", "text_offsets")),
-        TEXT_BLOCKS,
-        *(f"bm25_{name}.npy" for name in ("indptr", "docs", "tfs", "doclen", "scores")),
-        "bm25_terms.txt",
-        "file_extras.json",
-        "chunks.jsonl",
-        TEXTS,
-        *DENSE_FILES,
-        *FACTS_FILE_NAMES,
-    }
-)
-REBUILD = "run `indexer verify` for details or `indexer build` to rebuild"
-
-
-def write_lines(path: Path, values: list[str]) -> None:
-    """A text column: one value per line (values never hold a newline: it becomes a space)."""
-    path.write_bytes("\n".join(v.replace("\n", " ") for v in values).encode("utf-8"))
-
-
-def read_lines(path: Path, count: int) -> list[str]:
-    data = path.read_bytes().decode("utf-8")
-    values = data.split("\n") if count else []
-    if len(values) != count:
-        raise CorruptIndexError(f"index file {path.name} is damaged; {REBUILD}")
-    return values
-
-
-class LazySequence(Sequence[T]):
-    """A sequence whose items are made when read: slices, negative indexes and equality as a
-    list's; subclasses give `_item(i)` for 0 <= i < len."""
-
-    def _item(self, i: int) -> T:
-        raise NotImplementedError
-
-    @overload
-    def __getitem__(self, i: int) -> T: ...
-    @overload
-    def __getitem__(self, i: slice) -> list[T]: ...
-    def __getitem__(self, i: int | slice) -> T | list[T]:
-        if isinstance(i, slice):
-            return [self._item(j) for j in range(*i.indices(len(self)))]
-        n = len(self)
-        if i < 0:
-            i += n
-        if not 0 <= i < n:
-            raise IndexError(i)
-        return self._item(i)
-
-    def __eq__(self, other: object) -> bool:  # as the list it stands for
-        return isinstance(other, Sequence) and list(self) == list(other)
-
-    __hash__ = None  # type: ignore[assignment]
-
-
-class Lines(LazySequence[str]):
-    """A text column read lazily: `column[i]` decodes line i alone. The file is memory-mapped
-    and its line starts found by one numpy pass, so opening a 157k-row column costs ~1 ms
-    instead of decoding and splitting every value; iterating decodes it all, once."""
-
-    def __init__(self, path: Path, count: int) -> None:
-        self.name = path.name
-        self.data = _map(path)
-        raw = np.frombuffer(self.data, dtype=np.uint8) if len(self.data) else np.zeros(0, np.uint8)
-        breaks = np.flatnonzero(raw == 10)
-        if (len(breaks) + 1 if count else 0) != count:
-            raise CorruptIndexError(f"index file {path.name} is damaged; {REBUILD}")
-        self.starts = np.empty(count + 1, dtype=np.int64)  # line i: starts[i]:starts[i+1]-1
-        if count:
-            self.starts[0] = 0
-            self.starts[1:-1] = breaks + 1
-            self.starts[-1] = len(self.data) + 1
-        self._all: list[str] | None = None
-        self._reads = 0
-
-    def __len__(self) -> int:
-        return len(self.starts) - 1
-
-    def _item(self, i: int) -> str:
-        if self._all is not None:
-            return self._all[i]
-        self._reads += 1
-        if self._reads > 64 and self._reads * 16 > len(self):  # most of it: decode it all
-            return self.tolist()[i]
-        start, end = int(self.starts[i]), int(self.starts[i + 1]) - 1
-        return bytes(self.data[start:end]).decode("utf-8")
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self.tolist())
-
-    def tolist(self) -> list[str]:
-        if self._all is None:
-            text = bytes(self.data).decode("utf-8")
-            self._all = text.split("\n") if len(self) else []
-        return self._all
-
-
-@dataclass
-class SegmentData:
-    """Every table of one segment, in memory (row = chunk in the segment, file = file index)."""
-
-    paths: list[str]
-    blobs: list[str]
-    languages: list[str]
-    times: np.ndarray  # int64 last-change time per file
-    extras: dict[str, dict[str, Any]]  # path -> {"redacted": ..., "fallback": ...} (sparse)
-    chunk_file: np.ndarray  # int32 file of each row
-    flags: np.ndarray  # uint8 path/content flags of each row (indexer/pathclass.py)
-    fids: np.ndarray  # int64 FAISS id of each row
-    sums: np.ndarray  # int64 digest of each row's metadata and text (indexer/integrity.py)
-    meta_sums: np.ndarray  # int64 digest of each row's metadata alone
-    meta: bytes  # JSON lines
-    meta_offsets: np.ndarray
-    texts: bytes
-    text_offsets: np.ndarray
-    symbols: list[str]
-    kinds: list[str]
-    defines: list[str]
-    terms: list[str]  # sorted BM25 vocabulary of this segment
-    indptr: np.ndarray  # int64 postings of term i: indptr[i]:indptr[i+1]
-    docs: np.ndarray  # int32 row of each posting (sorted by term, then row)
-    tfs: np.ndarray  # uint16 raw term frequency of each posting
-    doc_lengths: np.ndarray  # float32 terms per row
-    scores: np.ndarray  # float32 BM25 of each posting with this segment's own statistics
-    dense: DenseIndex
-    graph_facts: Mapping[str, dict[str, Any]] = field(default_factory=dict)  # FileGraph.to_dict
-    # facts a build worker already encoded (written with graph_facts; not read in memory)
-    encoded_facts: list[EncodedFacts] = field(default_factory=list)
-
-    def save(self, directory: Path) -> dict[str, Any]:
-        """Write every file into `directory` (fsynced); returns the segment manifest."""
-        write_lines(directory / "file_paths.txt", self.paths)
-        write_lines(directory / "file_blobs.txt", self.blobs)
-        write_lines(directory / "file_languages.txt", self.languages)
-        np.save(directory / "file_times.npy", np.asarray(self.times, dtype=np.int64))
-        (directory / "file_extras.json").write_text(json.dumps(self.extras), encoding="utf-8")
-        np.save(directory / "chunk_file.npy", np.asarray(self.chunk_file, dtype=np.int32))
-        np.save(directory / "chunk_flags.npy", np.asarray(self.flags, dtype=np.uint8))
-        np.save(directory / "chunk_fids.npy", np.asarray(self.fids, dtype=np.int64))
-        np.save(directory / "chunk_sums.npy", np.asarray(self.sums, dtype=np.int64))
-        np.save(directory / "meta_sums.npy", np.asarray(self.meta_sums, dtype=np.int64))
-        (directory / "chunks.jsonl").write_bytes(self.meta)
-        np.save(directory / "chunk_offsets.npy", np.asarray(self.meta_offsets, dtype=np.int64))
-        blocks, packed = compress_texts(
-            self.texts, self.text_offsets, self.chunk_file, len(self.paths)
-        )
-        (directory / TEXTS).write_bytes(packed)
-        np.save(directory / TEXT_BLOCKS, blocks)
-        np.save(directory / "text_offsets.npy", np.asarray(self.text_offsets, dtype=np.int64))
-        write_lines(directory / "symbols.txt", self.symbols)
-        write_lines(directory / "kinds.txt", self.kinds)
-        write_lines(directory / "defines.txt", self.defines)
-        write_lines(directory / "bm25_terms.txt", self.terms)
-        np.save(directory / "bm25_indptr.npy", np.asarray(self.indptr, dtype=np.int64))
-        np.save(directory / "bm25_docs.npy", np.asarray(self.docs, dtype=np.int32))
-        np.save(directory / "bm25_tfs.npy", np.asarray(self.tfs, dtype=np.uint16))
-        np.save(directory / "bm25_doclen.npy", np.asarray(self.doc_lengths, dtype=np.float32))
-        np.save(directory / "bm25_scores.npy", np.asarray(self.scores, dtype=np.float32))
-        self.dense.save(directory)
-        write_facts(
-            directory,
-            [FileGraph.from_dict(p, d) for p, d in self.graph_facts.items()],
-            self.encoded_facts,
-        )
-        items = sorted(directory.iterdir())
-        fsync_files(items)
-        files: dict[str, Any] = {}
-        for item in items:
-            files[item.name] = {"bytes": item.stat().st_size, "sha256": sha256_file(item)}
-        manifest = {
-            "format": SEGMENT_FORMAT,
-            "files": len(self.paths),
-            "chunks": len(self.fids),
-            "postings": len(self.docs),
-            "artifacts": files,
-        }
-        (directory / SEGMENT_MANIFEST).write_text(json.dumps(manifest, indent=1), "utf-8")
-        return manifest
-
-
-def file_bounds(chunk_file: np.ndarray, n_files: int) -> np.ndarray:
-    """int64 (n_files + 1) row boundaries: file i holds rows bounds[i]:bounds[i+1]."""
-    bounds = np.zeros(n_files + 1, dtype=np.int64)
-    bounds[1:] = np.searchsorted(chunk_file, np.arange(n_files), side="right")
-    return bounds
-
-
-def compress_texts(
-    texts: bytes, offsets: np.ndarray, chunk_file: np.ndarray, n_files: int
-) -> tuple[np.ndarray, bytes]:
-    """(block offsets, blocks): each file's chunk texts as one zlib block."""
-    rows = file_bounds(chunk_file, n_files)
-    parts, blocks = [], np.zeros(n_files + 1, dtype=np.int64)
-    for i in range(n_files):
-        start, end = int(offsets[rows[i]]), int(offsets[rows[i + 1]])
-        parts.append(zlib.compress(texts[start:end], 6))
-        blocks[i + 1] = blocks[i] + len(parts[-1])
-    return blocks, b"".join(parts)
-
-
-def decompress_texts(packed: bytes, blocks: np.ndarray) -> bytes:
-    """Every file block of a segment's texts, in row order (provenance checks read them all)."""
-    bounds = blocks.tolist()
-    return b"".join(zlib.decompress(packed[a:b]) for a, b in itertools.pairwise(bounds))
-
-
-def sha256_file(path: Path) -> str:
-    if path.stat().st_size > 1 << 20:  # OpenSSL's is several times faster on big files
-        import hashlib
-
-        digest = hashlib.sha256()
-    else:
-        digest = sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return str(digest.hexdigest())
-
-
-def _map(path: Path) -> Any:
-    with path.open("rb") as fh:
-        if path.stat().st_size == 0:
-            return b""
-        return mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
 
 
 class Segment:
@@ -413,7 +167,7 @@ class Segment:
     @cached_property
     def stores(self) -> tuple[Any, Any]:
         """chunks.jsonl and the compressed texts, memory-mapped (segments never change)."""
-        return _map(self._path("chunks.jsonl")), _map(self._path(TEXTS))
+        return map_file(self._path("chunks.jsonl")), map_file(self._path(TEXTS))
 
     @cached_property
     def text_blocks(self) -> np.ndarray:

@@ -36,10 +36,11 @@ from ..source.gitsource import (
 from .blobcache import CachedFile
 from .build import BuildReport, Progress
 from .cluster import run_batches
+from .columns import Lines
 from .graph.write import extract_facts
 from .pipeline import BuildContext, record_documents, static_table
 from .reader import open_generation
-from .segment import Lines, Segment
+from .segment import Segment
 from .store import (
     current_generation,
     default_index_dir,

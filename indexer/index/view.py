@@ -20,10 +20,12 @@ import numpy as np
 
 from ..errors import CorruptIndexError, IndexerError
 from ..source.chunks import Chunk
+from .dense_view import DenseView
 from .integrity import REBUILD, check_chunk, corrupt_as_error, meta_sum
 from .lexical_view import LexicalView
-from .reader import BlobOf, DenseView, RowSpace, open_generation, open_space
-from .segment import Segment, SegmentData
+from .reader import BlobOf, RowSpace, open_generation, open_space
+from .segment import Segment
+from .segment_data import SegmentData
 from .vectors import StaticVectors
 
 if TYPE_CHECKING:

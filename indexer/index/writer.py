@@ -22,7 +22,8 @@ from .dense import DenseIndex, faiss_id
 from .integrity import chunk_sum, meta_sum
 from .lexical import K1, postings_of
 from .lexical_view import idf_of, row_norms
-from .segment import Segment, SegmentData
+from .segment import Segment
+from .segment_data import SegmentData
 from .tokens import path_terms, stem
 from .vectors import StaticVectors
 

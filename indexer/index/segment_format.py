@@ -1,0 +1,109 @@
+"""The files of one segment on disk: their names, the format number, the text-column and
+compressed-text encodings, and the digest every file is listed with in `segment.json`.
+
+A segment holds, for its files in path order: the chunk store (one JSON metadata line and the
+text of each chunk, with offsets and per-chunk digests), per-chunk columns (FAISS id, file,
+flags, symbol, kind, module-level names), the BM25 postings with RAW term frequencies and
+document lengths (scores need the statistics of every live segment, so they are computed at
+query time: indexer/index/lexical_view.py), the chunk vectors as 8-bit codes
+(indexer/index/dense.py), and the files' graph facts. Tables with one entry per chunk, file or
+term are .npy arrays or newline-separated text columns (memory-mapped, read lazily), never
+per-entry JSON. `segment.json` lists every file with its size and sha256; loading never
+executes code (no pickle).
+"""
+
+from __future__ import annotations
+
+import itertools
+import mmap
+import zlib
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..digests import sha256
+from ..errors import CorruptIndexError
+from .dense import FILES as DENSE_FILES
+from .graph.facts import FACTS_FILE_NAMES
+from .integrity import REBUILD
+
+SEGMENT_FORMAT = 4  # 4: vectors as plain uint8 codes (dense_codes.npy), no FAISS file
+SEGMENT_MANIFEST = "segment.json"
+TEXTS = "texts_z.bin"  # chunk texts, one zlib block per file (code compresses ~5x)
+TEXT_BLOCKS = "text_blocks.npy"  # int64 (files + 1): where each file's block starts in TEXTS
+TEXT_COLUMNS = ("symbols", "kinds", "defines", "file_paths", "file_blobs", "file_languages")
+REQUIRED_FILES = frozenset(
+    {
+        *(f"{name}.txt" for name in TEXT_COLUMNS),
+        *(f"{name}.npy" for name in ("file_times", "chunk_file", "chunk_flags", "chunk_fids")),
+        *(f"{name}.npy" for name in ("chunk_sums", "meta_sums", "chunk_offsets", "text_offsets")),
+        TEXT_BLOCKS,
+        *(f"bm25_{name}.npy" for name in ("indptr", "docs", "tfs", "doclen", "scores")),
+        "bm25_terms.txt",
+        "file_extras.json",
+        "chunks.jsonl",
+        TEXTS,
+        *DENSE_FILES,
+        *FACTS_FILE_NAMES,
+    }
+)
+
+
+def write_lines(path: Path, values: list[str]) -> None:
+    """A text column: one value per line (values never hold a newline: it becomes a space)."""
+    path.write_bytes("\n".join(v.replace("\n", " ") for v in values).encode("utf-8"))
+
+
+def read_lines(path: Path, count: int) -> list[str]:
+    data = path.read_bytes().decode("utf-8")
+    values = data.split("\n") if count else []
+    if len(values) != count:
+        raise CorruptIndexError(f"index file {path.name} is damaged; {REBUILD}")
+    return values
+
+
+def file_bounds(chunk_file: np.ndarray, n_files: int) -> np.ndarray:
+    """int64 (n_files + 1) row boundaries: file i holds rows bounds[i]:bounds[i+1]."""
+    bounds = np.zeros(n_files + 1, dtype=np.int64)
+    bounds[1:] = np.searchsorted(chunk_file, np.arange(n_files), side="right")
+    return bounds
+
+
+def compress_texts(
+    texts: bytes, offsets: np.ndarray, chunk_file: np.ndarray, n_files: int
+) -> tuple[np.ndarray, bytes]:
+    """(block offsets, blocks): each file's chunk texts as one zlib block."""
+    rows = file_bounds(chunk_file, n_files)
+    parts, blocks = [], np.zeros(n_files + 1, dtype=np.int64)
+    for i in range(n_files):
+        start, end = int(offsets[rows[i]]), int(offsets[rows[i + 1]])
+        parts.append(zlib.compress(texts[start:end], 6))
+        blocks[i + 1] = blocks[i] + len(parts[-1])
+    return blocks, b"".join(parts)
+
+
+def decompress_texts(packed: bytes, blocks: np.ndarray) -> bytes:
+    """Every file block of a segment's texts, in row order (provenance checks read them all)."""
+    bounds = blocks.tolist()
+    return b"".join(zlib.decompress(packed[a:b]) for a, b in itertools.pairwise(bounds))
+
+
+def sha256_file(path: Path) -> str:
+    if path.stat().st_size > 1 << 20:  # OpenSSL's is several times faster on big files
+        import hashlib
+
+        digest = hashlib.sha256()
+    else:
+        digest = sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return str(digest.hexdigest())
+
+
+def map_file(path: Path) -> Any:
+    with path.open("rb") as fh:
+        if path.stat().st_size == 0:
+            return b""
+        return mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
