@@ -74,8 +74,8 @@ def _array(read: Callable[[str], bytes], name: str) -> np.ndarray:
 
 
 def _lines(read: Callable[[str], bytes], name: str, count: int | None = None) -> list[str]:
-    """A text column (indexer/index/segment_format.py); `count` rows when known (an empty file is one
-    empty value or none)."""
+    """A text column (indexer/index/segment_format.py); `count` rows when known (an empty file
+    is one empty value or none)."""
     data = read(name).decode("utf-8")
     if count is None:
         return data.split("\n") if data else []

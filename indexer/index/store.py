@@ -6,7 +6,8 @@ Layout (default inside the repository's git directory, so nothing shows in `git 
         CURRENT                     name of the live generation (replaced atomically)
         generations/<name>.json     one manifest per generation: the live segments, each with
                                     the paths it no longer serves; never modified
-        segments/<name>/            a segment's files (indexer/index/segment_format.py); never modified
+        segments/<name>/            a segment's files (indexer/index/segment_format.py);
+                                    never modified
 
 A writer fills a segment in a temporary directory, fsyncs it and renames it into place, then
 writes the generation manifest (temporary file, fsync, rename) and only then swaps CURRENT:

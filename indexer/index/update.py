@@ -10,23 +10,15 @@ generation stays current (indexer/store.py).
 
 from __future__ import annotations
 
-import bisect
-import json
 import os
 import time
-from dataclasses import dataclass
-from itertools import repeat
 from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 from ..errors import IndexerError
 from ..source.chunker import CHUNKER_VERSION, materialize, path_stem
 from ..source.gitsource import (
     SourceFile,
-    coverage_warnings,
-    last_change_times,
     list_tree,
     open_repository,
     repo_root,
@@ -36,10 +28,9 @@ from ..source.gitsource import (
 from .blobcache import CachedFile
 from .build import BuildReport, Progress
 from .cluster import run_batches
-from .columns import Lines
+from .generation_summary import summary
 from .graph.write import extract_facts
-from .pipeline import BuildContext, record_documents, static_table
-from .reader import open_generation
+from .pipeline import BuildContext, static_table
 from .segment import Segment
 from .store import (
     current_generation,
@@ -50,77 +41,9 @@ from .store import (
     read_generation,
 )
 from .stream import SegmentStream, chunks_per_segment
+from .update_base import change_times, open_base, stored_entry
 from .vectors import default_table_dir
 from .writer import BuiltFile, CopiedFile, FreshFile, stored_ranges
-
-
-@dataclass
-class Base:
-    """The live generation an update starts from."""
-
-    path: Path
-    manifest: dict[str, Any]
-    parts: list[tuple[Segment, list[str]]]
-
-    def __post_init__(self) -> None:
-        # path -> (segment, file) of every live file: built with C-level zips, no Python step
-        # per file (the big corpus has 10k files; an update's cost must follow the change).
-        self.live: dict[str, tuple[Segment, int]] = {}
-        for segment, deleted in self.parts:
-            at = zip(repeat(segment), range(segment.n_files), strict=False)
-            placed = zip(segment.paths, at, strict=True)
-            if deleted:
-                gone = set(deleted)
-                self.live.update(item for item in placed if item[0] not in gone)
-            else:
-                self.live.update(placed)
-        self.skipped: dict[str, list[str]] = self.manifest.get("skipped", {})
-
-    def stored_at(self, path: str, blob: str) -> tuple[Segment, int] | None:
-        """A stored file (live or dead) with this path and blob: a revert copies its rows."""
-        for segment, _ in reversed(self.parts):
-            paths = segment.paths
-            i = bisect.bisect_left(paths, path)
-            while i < len(paths) and paths[i] == path:
-                if segment.blobs[i] == blob:
-                    return segment, i
-                i += 1
-        return None
-
-    def same_content(self, blob: str, language: str, stem: str) -> tuple[Segment, int] | None:
-        """A stored file with this blob, language and path stem (the last one, segments in
-        order): a renamed file's chunks (ids follow the path, module chunks the stem). Found by
-        searching each segment's blob column for the blob, not by a table of every file."""
-        needle = blob.encode("ascii")
-        for segment, _ in reversed(self.parts):
-            blobs = segment.blobs
-            if not isinstance(blobs, Lines):
-                found = [i for i, b in enumerate(blobs) if b == blob]
-            else:
-                found = []
-                at = blobs.data.find(needle)
-                while at >= 0:
-                    i = int(np.searchsorted(blobs.starts, at, side="right")) - 1
-                    if int(blobs.starts[i]) == at and blobs[i] == blob:
-                        found.append(i)
-                    at = blobs.data.find(needle, at + 1)
-            for i in reversed(found):
-                if segment.languages[i] == language and path_stem(segment.paths[i]) == stem:
-                    return segment, i
-        return None
-
-
-def open_base(index_dir: Path, card: Any) -> Base | None:
-    try:
-        path = current_generation(index_dir)
-        manifest, parts = open_generation(path)
-    except (IndexerError, OSError, ValueError, KeyError):
-        return None  # nothing usable: build from scratch
-    if manifest.get("chunker_version") != CHUNKER_VERSION:
-        return None
-    if manifest.get("vectors", {}).get("card") != card:
-        return None  # another vector table: every vector changes
-    return Base(path, manifest, parts)
 
 
 def build(
@@ -194,7 +117,7 @@ def build(
     jobs_ = jobs or min(os.cpu_count() or 1, 8)
     results = run_batches(context, items, jobs_, backend, scheduler)
     listed = sorted([*kept, *stored, *renamed, *(f.path for f in to_chunk)])
-    times = _change_times(repository, commit, base, listed, kept)
+    times = change_times(repository, commit, base, listed, kept)
     ranges = stored_ranges(base.parts[0][0].dense) if base is not None and base.parts else None
     # Segments are written as the results stream in (stream.py): memory bounded by a segment.
     stream = SegmentStream(target, table, ranges, limit)
@@ -255,29 +178,6 @@ def build(
     return report
 
 
-def stored_entry(segment: Segment, local: int) -> CachedFile:
-    """A stored file's chunks as the chunker returned them (for the same blob at another path
-    with the same stem): records from the chunk store, terms tokenised again, nothing parsed."""
-    start, end = int(segment.file_rows[local]), int(segment.file_rows[local + 1])
-    records = []
-    for row in range(start, end):
-        record = json.loads(segment.meta_bytes(row, row + 1))
-        for key in ("id", "path", "blob"):
-            record.pop(key)
-        record["text"] = segment.text_bytes(row, row + 1).decode("utf-8")
-        records.append(record)
-    docs = [record_documents(r) for r in records]
-    extra = segment.extras.get(segment.paths[local], {})
-    return CachedFile(
-        None,
-        records,
-        [d[0] for d in docs],
-        [d[1] for d in docs],
-        extra.get("redacted", {}),
-        extra.get("fallback"),
-    )
-
-
 def _facts(
     repo_path: str,
     fresh: dict[str, Any],
@@ -295,119 +195,6 @@ def _facts(
         if isinstance(c, CopiedFile) and c.path in c.segment.graph_facts:
             facts[c.path] = c.segment.graph_facts[c.path]
     return facts
-
-
-def summary(
-    index_dir: Path,
-    entries: list[dict[str, Any]],
-    skipped: dict[str, list[str]],
-    base: Base | None = None,
-) -> dict[str, Any]:
-    """The generation's counts, languages, skipped files and warnings, from its segments."""
-    from .store import SEGMENTS
-
-    totals = _Totals.of_base(base, entries) if base is not None else None
-    if totals is None:  # every live file of every segment
-        totals = _Totals()
-        opened = {s.name: s for s, _ in base.parts} if base is not None else {}
-        for entry in entries:
-            segment = opened.get(entry["name"]) or Segment.open(
-                index_dir / SEGMENTS / entry["name"]
-            )
-            gone = set(entry["deleted"])
-            for i, path in enumerate(segment.paths):
-                if path not in gone:
-                    totals.add(segment, i, 1)
-    else:  # the base's totals, less the files gone since, plus the new segments' files
-        known = {s.name for s, _ in base.parts}  # type: ignore[union-attr]
-        for entry in entries:
-            if entry["name"] not in known:
-                segment = Segment.open(index_dir / SEGMENTS / entry["name"])
-                for i in range(segment.n_files):
-                    totals.add(segment, i, 1)
-    if not totals.consistent():
-        return summary(index_dir, entries, skipped)  # a count that fell to zero: recount
-    n_files, n_chunks = totals.files, totals.chunks
-    languages, redactions, fallbacks = totals.languages, totals.redacted, totals.fallback
-    skip_counts: dict[str, int] = {}
-    examples: dict[str, list[str]] = {}
-    for path, (_, reason) in sorted(skipped.items()):
-        skip_counts[reason] = skip_counts.get(reason, 0) + 1
-        if len(examples.setdefault(reason, [])) < 5:
-            examples[reason].append(path)
-    return {
-        "counts": {
-            "files": n_files,
-            "chunks": n_chunks,
-            "skipped": dict(sorted(skip_counts.items())),
-            "redacted": dict(sorted(redactions.items())),
-            "fallback": dict(sorted(fallbacks.items())),
-        },
-        "languages": dict(sorted(languages.items())),
-        "skipped": dict(sorted(skipped.items())),
-        "skipped_examples": examples,
-        "warnings": coverage_warnings(n_files, skip_counts),
-    }
-
-
-class _Totals:
-    """Files, chunks, chunks per language, redactions and fallbacks of a generation's live
-    files, added file by file (or taken from the base generation and corrected)."""
-
-    def __init__(self) -> None:
-        self.files = self.chunks = 0
-        self.languages: dict[str, int] = {}
-        self.redacted: dict[str, int] = {}
-        self.fallback: dict[str, int] = {}
-        self.touched: list[tuple[dict[str, int], str]] = []
-
-    def add(self, segment: Segment, i: int, sign: int) -> None:
-        rows = segment.file_rows
-        n = int(rows[i + 1]) - int(rows[i])
-        self.files += sign
-        self.chunks += sign * n
-        self._bump(self.languages, segment.languages[i], sign * n)
-        extra = segment.extras.get(segment.paths[i], {})
-        for kind, count in extra.get("redacted", {}).items():
-            self._bump(self.redacted, kind, sign * count)
-        if extra.get("fallback"):
-            self._bump(self.fallback, extra["fallback"], sign)
-
-    def _bump(self, table: dict[str, int], key: str, by: int) -> None:
-        table[key] = table.get(key, 0) + by
-        if by < 0:
-            self.touched.append((table, key))
-
-    def consistent(self) -> bool:
-        """False when a subtraction left a count at zero or below: whether the key stays
-        (a live file with no chunks) is for a recount to say."""
-        return all(table[key] > 0 for table, key in self.touched)
-
-    @classmethod
-    def of_base(cls, base: Base, entries: list[dict[str, Any]]) -> _Totals | None:
-        """The base generation's totals less its files that `entries` no longer serve (an
-        update's cost follows its change, not the number of files); None: recount."""
-        counts = base.manifest.get("counts", {})
-        keys = ("files", "chunks", "redacted", "fallback")
-        if not all(k in counts for k in keys) or "languages" not in base.manifest:
-            return None
-        totals = cls()
-        totals.files, totals.chunks = int(counts["files"]), int(counts["chunks"])
-        totals.languages = dict(base.manifest["languages"])
-        totals.redacted, totals.fallback = dict(counts["redacted"]), dict(counts["fallback"])
-        now = {e["name"]: set(e["deleted"]) for e in entries}
-        for segment, dead in base.parts:
-            before = set(dead)
-            after = now.get(segment.name)
-            if after is None:  # every file it served is gone
-                gone = [p for p in segment.paths if p not in before]
-            else:
-                gone = sorted(after - before)
-            for path in gone:
-                i = bisect.bisect_left(segment.paths, path)
-                if i < segment.n_files and segment.paths[i] == path:
-                    totals.add(segment, i, -1)
-        return totals
 
 
 def _switch_to_indexed(target: Path, commit: str, card: Any, started: float) -> BuildReport | None:
@@ -461,34 +248,3 @@ def _report(
         redacted=counts.get("redacted", {}),
         segments=len(manifest["segments"]),
     )
-
-
-def _change_times(
-    repository: Any, commit: Any, base: Base | None, indexed: list[str], kept: set[str]
-) -> dict[str, int]:
-    """Last-change time per file, exactly as a full build's history walk would find it.
-
-    When the base commit is on the target's first-parent chain, only the commits in between are
-    walked: a kept file untouched there keeps its time. Otherwise every file is walked again.
-    """
-    paths = set(indexed)
-    if base is None:
-        full: dict[str, int] = last_change_times(repository, commit, paths)
-        return full
-    recent, unresolved = last_change_times(
-        repository, commit, paths, stop_at=base.manifest["commit"], partial=True
-    )
-    if unresolved is None:  # base commit not on the first-parent chain
-        walked: dict[str, int] = last_change_times(repository, commit, paths)
-        return walked
-    times = dict(recent)
-    todo = set()
-    for path in unresolved:
-        if path in kept:
-            segment, local = base.live[path]
-            times[path] = int(segment.times[local])
-        else:
-            todo.add(path)
-    if todo:
-        times.update(last_change_times(repository, commit, todo))
-    return times
