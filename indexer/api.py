@@ -7,7 +7,6 @@ import json
 import os
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -25,6 +24,7 @@ from .index.view import GenerationView, Overlay
 from .search.fusion import FusionConfig
 from .search.query import Query, parse_query
 from .search.ranking import rank
+from .search.results import SearchResult
 from .source.chunks import Chunk
 from .threads import single_threaded_math
 
@@ -44,35 +44,6 @@ def build_index(*args: Any, **kwargs: Any) -> Any:
     from .index.build import build_index as _build
 
     return _build(*args, **kwargs)
-
-
-@dataclass
-class SearchResult:
-    id: str
-    path: str
-    start_line: int
-    end_line: int
-    symbol: str
-    qualname: str
-    kind: str
-    language: str
-    signature: str
-    score: float
-    confidence: float
-    similarity: float
-    keyword: float
-    recency: float
-    text: str | None = None
-    cell: int | None = None  # notebook cell; lines are within it (indexer/source/notebook.py)
-    source: str = "commit"  # "worktree": an uncommitted file read from disk (index/overlay.py)
-
-    def to_dict(self) -> dict[str, Any]:
-        # Flat fields only: a shallow copy (dataclasses.asdict deep-copies every value).
-        data = dict(self.__dict__)
-        for optional in ("text", "cell"):
-            if data[optional] is None:
-                del data[optional]
-        return data
 
 
 _Read = TypeVar("_Read", bound=Callable[..., Any])
@@ -379,26 +350,9 @@ class Index(GenerationView):
         return {}
 
     def _result(self, row: int, s: dict[str, float], with_text: bool) -> SearchResult:
-        c = self.chunk_at(row, with_text=with_text)
-        return SearchResult(
-            id=c.id,
-            path=c.path,
-            start_line=c.start_line,
-            end_line=c.end_line,
-            symbol=c.symbol,
-            qualname=c.qualname,
-            kind=c.kind,
-            language=c.language,
-            signature=c.signature,
-            score=round(s["score"], 6),
-            confidence=round(s["confidence"], 4),
-            similarity=round(s["similarity"], 4),
-            keyword=round(s["keyword"], 4),
-            recency=round(s["recency"], 4),
-            text=c.text if with_text else None,
-            cell=c.cell,
-            source="worktree" if c.path in self._worktree_paths else "commit",
-        )
+        chunk = self.chunk_at(row, with_text=with_text)
+        source = "worktree" if chunk.path in self._worktree_paths else "commit"
+        return SearchResult.of(chunk, s, with_text, source)
 
     @cached_property
     def _worktree_paths(self) -> frozenset[str]:
