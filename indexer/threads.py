@@ -2,8 +2,8 @@
 
 A query's matrix products are small (a few hundred rows): OpenBLAS and OpenMP starting and
 spinning a thread per core cost more than they save, and on a busy machine idle spinning
-threads compete with the query itself (docs/benchmarks.md, "round 2": short questions
-p50 -x% in a long-lived process). What the environment says explicitly is kept.
+threads compete with the query itself (docs/benchmarks.md, "Cold processes" and "round 2").
+What the environment says explicitly is kept.
 """
 
 from __future__ import annotations

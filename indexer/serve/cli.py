@@ -12,6 +12,7 @@ from typing import Any
 from .. import __version__
 from ..errors import IndexerError
 from ..terminal import clean
+from ..threads import single_threaded_math
 from . import agent_cli, search_cli, serve_cli, share_cli
 from .output import emit_json as _emit_json
 from .serve_client import FORWARDED
@@ -385,7 +386,7 @@ def main(argv: Sequence[str] | None = None, forward: bool = True) -> int:
         # One command's matrices are small: OpenBLAS starting a thread per core at import and
         # spinning them up on the first product costs more than it saves (a cold search at
         # 157k chunks: ~130 ms of dense scan instead of ~20 ms on a busy 2-core machine).
-        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+        single_threaded_math()  # before numpy loads: only the environment, no cost
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(argv[0] if argv and not argv[0].startswith("-") else None)
     args = parser.parse_args(argv)
