@@ -74,7 +74,10 @@ class GenerationView:
     @cached_property
     def space(self) -> RowSpace:
         """The live rows of every segment (and the overlay) in one row space."""
-        return corrupt_as_error(open_space)(self._parts, self._overlay)
+        space = corrupt_as_error(open_space)(self._parts, self._overlay)
+        if not self.one_shot:  # many queries: decode the paths once, not per access
+            space.paths = list(space.paths)
+        return space
 
     @cached_property
     def lexical(self) -> LexicalView:
@@ -108,7 +111,10 @@ class GenerationView:
 
     @cached_property
     def _columns(self) -> dict[str, Sequence[str]]:
-        return {name: self.space.gather_list(name) for name in ("symbols", "kinds", "defines")}
+        columns = {name: self.space.gather_list(name) for name in ("symbols", "kinds", "defines")}
+        if self.one_shot:  # one command reads a few rows: decode only those
+            return columns
+        return {name: list(values) for name, values in columns.items()}  # read per query
 
     @cached_property
     def files(self) -> Sequence[dict[str, Any]]:
