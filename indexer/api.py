@@ -5,7 +5,6 @@ from __future__ import annotations
 import functools
 import json
 import os
-import time
 from collections.abc import Callable, Iterable, Sequence
 from functools import cached_property
 from pathlib import Path
@@ -405,9 +404,3 @@ def reuse_open_indexes() -> None:
     global _reused
     if _reused is None:
         _reused = {}
-
-
-def timed_search(index: Index, query: str, k: int) -> tuple[list[SearchResult], float]:
-    start = time.perf_counter()
-    results = index.search(query, k)
-    return results, (time.perf_counter() - start) * 1000

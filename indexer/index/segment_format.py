@@ -23,10 +23,8 @@ from typing import Any
 import numpy as np
 
 from ..digests import sha256
-from ..errors import CorruptIndexError
 from .dense import FILES as DENSE_FILES
 from .graph.facts import FACTS_FILE_NAMES
-from .integrity import REBUILD
 
 SEGMENT_FORMAT = 4  # 4: vectors as plain uint8 codes (dense_codes.npy), no FAISS file
 SEGMENT_MANIFEST = "segment.json"
@@ -53,14 +51,6 @@ REQUIRED_FILES = frozenset(
 def write_lines(path: Path, values: list[str]) -> None:
     """A text column: one value per line (values never hold a newline: it becomes a space)."""
     path.write_bytes("\n".join(v.replace("\n", " ") for v in values).encode("utf-8"))
-
-
-def read_lines(path: Path, count: int) -> list[str]:
-    data = path.read_bytes().decode("utf-8")
-    values = data.split("\n") if count else []
-    if len(values) != count:
-        raise CorruptIndexError(f"index file {path.name} is damaged; {REBUILD}")
-    return values
 
 
 def file_bounds(chunk_file: np.ndarray, n_files: int) -> np.ndarray:
