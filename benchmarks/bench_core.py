@@ -92,9 +92,14 @@ def sdist_tree(spec: str, work: Path, devset: Path | None) -> Path:
         check=True,
         env=env,
     )
-    archive = next(download.glob(f"{name}-{version}.tar.gz"))
+    # PyPI keeps some sdists under their display name (Django-5.1.4.tar.gz).
+    wanted = f"{name}-{version}.tar.gz".lower()
+    archive = next(p for p in download.glob("*.tar.gz") if p.name.lower() == wanted)
     with tarfile.open(archive) as tar:
         tar.extractall(work / "src", filter="data")
+        top = tar.getnames()[0].split("/")[0]
+    if top != unpacked.name:
+        (work / "src" / top).rename(unpacked)
     return unpacked
 
 
