@@ -253,7 +253,7 @@ class Index(GenerationView):
         return [r for _, r in fold_split_tails(self, [row for row, _ in ranked], make)]
 
     def _allowed(self, where: SearchFilter) -> np.ndarray:
-        return where.allowed_rows(self.files, self._chunk_file, self._columns["kinds"])
+        return where.allowed_rows(self.files, self._chunk_file, self.row_columns.kinds)
 
     @_on_current
     def verdict(self, query: str, results: Sequence[Any]) -> Verdict:
@@ -316,16 +316,15 @@ class Index(GenerationView):
     def _definitions(self) -> DefinitionTable:
         from .search.definitions import DefinitionTable
 
-        return DefinitionTable(self._columns["symbols"], self._columns["defines"])
+        return DefinitionTable(self.row_columns)
 
     def defining_rows(self, names: set[str]) -> np.ndarray:
         """Rows that define one of `names` exactly (definitions before module-level names)."""
-        kinds = self._columns["kinds"]
-        rows = sorted(
-            {r for name in names for r in self._definitions.rows_defining(name)},
-            key=lambda r: (kinds[r] == "module", r),
-        )
-        return np.asarray(rows, dtype=np.int64)
+        found = {r for name in names for r in self._definitions.rows_defining(name)}
+        rows = np.asarray(sorted(found), dtype=np.int64)
+        cols = self.row_columns
+        module = cols.kind_codes(rows) == cols.code("module")
+        return np.concatenate([rows[~module], rows[module]])
 
     @cached_property
     def project_terms(self) -> set[str]:

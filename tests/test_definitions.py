@@ -6,8 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from indexer import Index, build_index
+from indexer.index.build import update_index
 
-from .conftest import MakeRepo
+from .conftest import MakeRepo, commit_all, write_files
 
 FILES: dict[str, str | bytes] = {
     "pkg/shapes.py": (
@@ -22,10 +23,20 @@ FILES: dict[str, str | bytes] = {
 def reference(index: Index) -> dict[str, list[int]]:
     """The previous table: lowercased name -> rows, in row order."""
     table: dict[str, list[int]] = {}
-    columns = index._columns
-    for row, (symbol, names) in enumerate(zip(columns["symbols"], columns["defines"], strict=True)):
+    columns = index.row_columns
+    for row, (symbol, names) in enumerate(zip(columns.symbols, columns.defines, strict=True)):
         for name in {symbol.lower(), *names.lower().split()} - {""}:
             table.setdefault(name, []).append(row)
+    return table
+
+
+def assert_defining_rows_match(index: Index) -> dict[str, list[int]]:
+    table = reference(index)
+    kinds = list(index.row_columns.kinds)
+    for names in [{n} for n in table] + [{"circle", "area"}, {"nothing_here"}, {""}]:
+        rows = {r for n in names for r in table.get(n, ())}
+        expected = sorted(rows, key=lambda r: (kinds[r] == "module", r))
+        assert index.defining_rows(names).tolist() == expected
     return table
 
 
@@ -33,11 +44,36 @@ def test_defining_rows_match_a_plain_dictionary(make_repo: MakeRepo) -> None:
     root: Path = make_repo(FILES)
     build_index(root, progress=False)
     index = Index.open(root)
-    table = reference(index)
+    table = assert_defining_rows_match(index)
     assert {"circle", "area", "make_circle", "makecircle"} <= set(table)
-    kinds = index._columns["kinds"]
-    for names in [{n} for n in table] + [{"circle", "area"}, {"nothing_here"}, {""}]:
-        rows = {r for n in names for r in table.get(n, ())}
-        expected = sorted(rows, key=lambda r: (kinds[r] == "module", r))
-        assert index.defining_rows(names).tolist() == expected
     assert len(index.defining_rows({"area"})) == 2
+
+
+def test_defining_rows_over_updated_segments(make_repo: MakeRepo) -> None:
+    """After updates the live rows of a segment are not in global order and some are deleted:
+    the table still gives a plain dictionary's rows, and the columns read as a full build's."""
+    root: Path = make_repo(FILES)
+    build_index(root, progress=False)
+    write_files(
+        root, {"pkg/other.py": "def area():\n    return 2\n", "aaa/first.py": "def area(): 1\n"}
+    )
+    (root / "lib/util.js").unlink()
+    commit_all(root, "change")
+    update_index(root, progress=False)
+    index = Index.open(root, worktree=False)
+    assert len(index.space.segments) >= 2 and not index.space.concatenated
+    table = assert_defining_rows_match(index)
+    assert len(table["area"]) == 3 and "makecircle" not in table
+    full = tmp_index(root)
+    for name in ("symbols", "kinds", "defines"):
+        assert list(getattr(index.row_columns, name)) == list(getattr(full.row_columns, name))
+        column = getattr(index.row_columns, name)
+        rows = [len(index) - 1, 0, 3]
+        assert column.take(rows) == [list(column)[r] for r in rows]
+
+
+def tmp_index(root: Path) -> Index:
+    """A full build of the same commit, in a directory of its own."""
+    out = root.parent / (root.name + "-full")
+    build_index(root, index_dir=out, progress=False)
+    return Index.open(root, index_dir=out, worktree=False)

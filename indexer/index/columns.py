@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Iterator, Sequence
+from functools import cached_property
 from pathlib import Path
 from typing import TypeVar, overload
 
@@ -12,9 +13,10 @@ import numpy as np
 
 from ..errors import CorruptIndexError
 from .integrity import REBUILD
-from .segment_format import map_file
+from .segment_format import map_file, release_pages
 
 T = TypeVar("T")
+FIND_PREFIX_AFTER = 256  # lookups of a column before its prefix index is made
 
 
 class LazySequence(Sequence[T]):
@@ -49,11 +51,13 @@ class Lines(LazySequence[str]):
     and its line starts found by one numpy pass, so opening a 157k-row column costs ~1 ms
     instead of decoding and splitting every value; iterating decodes it all, once."""
 
-    def __init__(self, path: Path, count: int) -> None:
+    def __init__(self, path: Path, count: int, keep: bool = True) -> None:
         self.name = path.name
         self.data = map_file(path)
         raw = np.frombuffer(self.data, dtype=np.uint8) if len(self.data) else np.zeros(0, np.uint8)
         breaks = np.flatnonzero(raw == 10)
+        del raw
+        release_pages(self.data)  # the scan read every page: keep only those read again
         if (len(breaks) + 1 if count else 0) != count:
             raise CorruptIndexError(f"index file {path.name} is damaged; {REBUILD}")
         self.starts = np.empty(count + 1, dtype=np.int64)  # line i: starts[i]:starts[i+1]-1
@@ -63,6 +67,11 @@ class Lines(LazySequence[str]):
             self.starts[-1] = len(self.data) + 1
         self._all: list[str] | None = None
         self._reads = 0
+        # A column read by bisection (the BM25 vocabulary) is decoded whole once most of it
+        # has been read; a per-row column (`keep=False`) never is: a long-lived process would
+        # end up holding every row's string (~8 MB a column at 163k rows).
+        self.keep = keep
+        self._finds = 0
 
     def __len__(self) -> int:
         return len(self.starts) - 1
@@ -70,19 +79,68 @@ class Lines(LazySequence[str]):
     def _item(self, i: int) -> str:
         if self._all is not None:
             return self._all[i]
-        self._reads += 1
-        if self._reads > 64 and self._reads * 16 > len(self):  # most of it: decode it all
-            return self.tolist()[i]
+        if self.keep:
+            self._reads += 1
+            if self._reads > 64 and self._reads * 16 > len(self):  # most of it: decode it all
+                return self.tolist()[i]
         start, end = int(self.starts[i]), int(self.starts[i + 1]) - 1
-        return bytes(self.data[start:end]).decode("utf-8")
+        value: str = self.data[start:end].decode("utf-8")
+        return value
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self.tolist())
+        return iter(self.tolist() if self.keep else self.values())
+
+    def find(self, value: str) -> int | None:
+        """The line equal to `value` in a sorted column (the BM25 vocabulary), or None. A few
+        lookups bisect, decoding ~17 lines each; once a process has made many, the lines'
+        first 8 bytes are kept as one integer each (8 bytes a line, where the decoded strings
+        took ~70) and a lookup bisects only the lines that share its first 8 bytes."""
+        lo, hi = 0, len(self)
+        self._finds += 1
+        if self._finds > FIND_PREFIX_AFTER:
+            key = _prefix(np.frombuffer(value.encode("utf-8")[:8].ljust(8, b"\0"), np.uint8))[0]
+            prefixes = self._prefixes
+            lo = int(np.searchsorted(prefixes, key, side="left"))
+            hi = int(np.searchsorted(prefixes, key, side="right"))
+        j = bisect.bisect_left(self, value, lo, hi)
+        return j if j < hi and self[j] == value else None
+
+    @cached_property
+    def _prefixes(self) -> np.ndarray:
+        """The first 8 UTF-8 bytes of every line as a big-endian integer (0-padded): sorted
+        lines (no NUL) have sorted prefixes."""
+        raw = np.frombuffer(self.data, dtype=np.uint8) if len(self.data) else np.zeros(1, np.uint8)
+        begins, ends = self.starts[:-1], self.starts[1:] - 1
+        columns = np.zeros((len(begins), 8), dtype=np.uint8)
+        for k in range(8):
+            at = begins + k
+            inside = at < ends
+            columns[inside, k] = raw[at[inside]]
+        del raw
+        release_pages(self.data)
+        return _prefix(columns)
+
+    def take(self, rows: np.ndarray) -> list[str]:
+        """The values of `rows` (0 <= row < len), in that order: one pass, no per-item calls."""
+        if self._all is not None:
+            return [self._all[r] for r in rows.tolist()]
+        data = self.data
+        begins, ends = self.starts[rows].tolist(), (self.starts[rows + 1] - 1).tolist()
+        return [data[a:b].decode("utf-8") for a, b in zip(begins, ends, strict=True)]
+
+    def values(self) -> list[str]:
+        """Every value, decoded now and not kept."""
+        if self._all is not None:
+            return self._all
+        if not len(self):
+            return []
+        text = bytes(self.data).decode("utf-8")
+        release_pages(self.data)
+        return text.split("\n")
 
     def tolist(self) -> list[str]:
         if self._all is None:
-            text = bytes(self.data).decode("utf-8")
-            self._all = text.split("\n") if len(self) else []
+            self._all = self.values()
         return self._all
 
 
@@ -104,3 +162,68 @@ class Chain(LazySequence[str]):
     def __iter__(self) -> Iterator[str]:
         for part in self.parts:
             yield from part
+
+
+def values_of(column: Sequence[str]) -> list[str]:
+    """Every value of a segment's column, decoded now (a mapped column keeps nothing)."""
+    return column.values() if isinstance(column, Lines) else list(column)
+
+
+class RowText(LazySequence[str]):
+    """A per-row text column of every live row in global row order, read from the segments'
+    columns where asked: nothing is decoded at open and nothing is kept, whatever the number
+    of segments or deleted rows. `to_cat`: global row -> row of the segments laid end to end
+    (None: the same), `seg_starts`: where each segment starts in that order."""
+
+    def __init__(
+        self, parts: Sequence[Sequence[str]], seg_starts: Sequence[int], to_cat: np.ndarray | None
+    ) -> None:
+        self.parts = list(parts)
+        self.seg_starts = list(seg_starts)
+        self.to_cat = to_cat
+        self.n = len(to_cat) if to_cat is not None else int(self.seg_starts[-1])
+
+    def __len__(self) -> int:
+        return self.n
+
+    def _item(self, i: int) -> str:
+        c = i if self.to_cat is None else int(self.to_cat[i])
+        if len(self.parts) == 1:
+            return self.parts[0][c]
+        k = bisect.bisect_right(self.seg_starts, c) - 1
+        return self.parts[k][c - self.seg_starts[k]]
+
+    def take(self, rows: Sequence[int] | np.ndarray) -> list[str]:
+        """The values of `rows` (global), in that order, read segment by segment."""
+        cats = np.asarray(rows, dtype=np.int64)
+        if self.to_cat is not None:
+            cats = self.to_cat[cats]
+        if len(self.parts) == 1:
+            return _take(self.parts[0], cats)
+        starts = np.asarray(self.seg_starts, dtype=np.int64)
+        seg = np.searchsorted(starts, cats, side="right") - 1
+        out: list[str] = [""] * len(cats)
+        for k in sorted(set(seg.tolist())):  # np.unique would import numpy.ma (cold start)
+            mine = np.flatnonzero(seg == k)
+            values = _take(self.parts[k], cats[mine] - starts[k])
+            for i, value in zip(mine.tolist(), values, strict=True):
+                out[i] = value
+        return out
+
+    def __iter__(self) -> Iterator[str]:
+        if self.to_cat is None:
+            for part in self.parts:
+                yield from values_of(part)
+        else:
+            yield from (self._item(i) for i in range(self.n))
+
+
+def _take(column: Sequence[str], rows: np.ndarray) -> list[str]:
+    if isinstance(column, Lines):
+        return column.take(rows)
+    return [column[r] for r in rows.tolist()]
+
+
+def _prefix(columns: np.ndarray) -> np.ndarray:
+    """Rows of 8 bytes (or one row) as big-endian uint64."""
+    return np.ascontiguousarray(columns, dtype=np.uint8).view(">u8").astype(np.uint64).reshape(-1)

@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import CorruptIndexError
+from .columns import Lines
 from .integrity import REBUILD
 from .lexical import K1, B
 from .reader import RowSpace
@@ -54,6 +55,14 @@ def read_spans(array: np.ndarray, starts: np.ndarray, lens: np.ndarray) -> np.nd
     finally:
         os.close(fd)
     return out
+
+
+def find_term(terms: Sequence[str], term: str) -> int | None:
+    """The position of `term` in a segment's sorted vocabulary, or None."""
+    if isinstance(terms, Lines):
+        return terms.find(term)
+    j = bisect.bisect_left(terms, term)
+    return j if j < len(terms) and terms[j] == term else None
 
 
 def idf_of(n_docs: int, df: np.ndarray) -> np.ndarray:
@@ -100,9 +109,8 @@ class LexicalView:
         if found is None:
             found = []
             for i, segment in enumerate(self.space.segments):
-                terms = segment.terms
-                j = bisect.bisect_left(terms, term)
-                if j < len(terms) and terms[j] == term:
+                j = find_term(segment.terms, term)
+                if j is not None:
                     indptr = segment.postings[0]
                     found.append((i, int(indptr[j]), int(indptr[j + 1])))
             self._spans[term] = found

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import CorruptIndexError
-from .columns import Chain, LazySequence, Lines
+from .columns import Chain, LazySequence, Lines, RowText
 from .graph.model import FileGraph
 from .integrity import REBUILD
 from .segment import Segment
@@ -148,16 +148,12 @@ class RowSpace:
         out: np.ndarray = whole[self.global_to_cat]
         return out
 
-    def gather_list(self, column: str) -> Sequence[str]:
-        if self.identity:  # the segment's own column: values decoded when read
-            column_of: Sequence[str] = getattr(self.segments[0], column)
-            return column_of
-        if self.concatenated:
-            return Chain([getattr(s, column) for s in self.segments])
-        whole: list[str] = []
-        for s in self.segments:
-            whole.extend(getattr(s, column))
-        return [whole[i] for i in self.global_to_cat.tolist()]
+    def gather_list(self, column: str) -> RowText:
+        """A per-row text column (`symbols`, `kinds`, `defines`) in row order, read where
+        asked: nothing decoded at open, nothing kept."""
+        parts = [getattr(s, column) for s in self.segments]
+        to_cat = None if self.concatenated else self.global_to_cat
+        return RowText(parts, self.seg_offsets.tolist(), to_cat)
 
     def local_to_global(self, i: int) -> np.ndarray | None:
         """Global row of each row of segment i (-1: deleted), or None where it is the identity."""

@@ -27,8 +27,8 @@ from .segment_format import (
     SEGMENT_MANIFEST,
     TEXT_BLOCKS,
     TEXTS,
+    FileSlices,
     file_bounds,
-    map_file,
     sha256_file,
 )
 
@@ -166,8 +166,8 @@ class Segment:
 
     @cached_property
     def stores(self) -> tuple[Any, Any]:
-        """chunks.jsonl and the compressed texts, memory-mapped (segments never change)."""
-        return map_file(self._path("chunks.jsonl")), map_file(self._path(TEXTS))
+        """chunks.jsonl and the compressed texts, read by slices (segments never change)."""
+        return FileSlices(self._path("chunks.jsonl")), FileSlices(self._path(TEXTS))
 
     @cached_property
     def text_blocks(self) -> np.ndarray:
@@ -218,15 +218,15 @@ class Segment:
 
     @cached_property
     def symbols(self) -> Sequence[str]:
-        return Lines(self._path("symbols.txt"), self.n_rows)
+        return Lines(self._path("symbols.txt"), self.n_rows, keep=False)
 
     @cached_property
     def kinds(self) -> Sequence[str]:
-        return Lines(self._path("kinds.txt"), self.n_rows)
+        return Lines(self._path("kinds.txt"), self.n_rows, keep=False)
 
     @cached_property
     def defines(self) -> Sequence[str]:
-        return Lines(self._path("defines.txt"), self.n_rows)
+        return Lines(self._path("defines.txt"), self.n_rows, keep=False)
 
     def meta_bytes(self, start: int, end: int) -> bytes:
         meta_off = self.offsets[0]
@@ -246,9 +246,9 @@ class Segment:
     # -- BM25 ------------------------------------------------------------------------------------
     @cached_property
     def terms(self) -> Sequence[str]:
-        """The sorted vocabulary; a query looks its terms up by bisection, decoding ~17 each."""
+        """The sorted vocabulary, looked up by `Lines.find` (nothing decoded whole)."""
         count = len(self.postings[0]) - 1
-        return Lines(self._path("bm25_terms.txt"), count)
+        return Lines(self._path("bm25_terms.txt"), count, keep=False)
 
     @cached_property
     def postings(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import itertools
 import mmap
+import os
 import zlib
 from pathlib import Path
 from typing import Any
@@ -23,8 +24,10 @@ from typing import Any
 import numpy as np
 
 from ..digests import sha256
+from ..errors import CorruptIndexError
 from .dense import FILES as DENSE_FILES
 from .graph.facts import FACTS_FILE_NAMES
+from .integrity import REBUILD
 
 SEGMENT_FORMAT = 4  # 4: vectors as plain uint8 codes (dense_codes.npy), no FAISS file
 SEGMENT_MANIFEST = "segment.json"
@@ -97,3 +100,40 @@ def map_file(path: Path) -> Any:
         if path.stat().st_size == 0:
             return b""
         return mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+
+
+def release_pages(data: Any) -> None:
+    """Drop a mapped file's pages from this process (they stay in the page cache): after a
+    pass over a whole column, a long-lived process keeps only the pages it reads again."""
+    if isinstance(data, mmap.mmap) and hasattr(mmap, "MADV_DONTNEED"):
+        data.madvise(mmap.MADV_DONTNEED)
+
+
+class FileSlices:
+    """A file read by slices with pread: `data[a:b]` and `len(data)` as of bytes. The chunk
+    store and the compressed texts are read a few records at a time; through a memory map
+    every page a query touched would stay resident in a long-lived process."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.size = path.stat().st_size
+        self.fd: int | None = os.open(path, os.O_RDONLY) if self.size else None
+
+    def __len__(self) -> int:
+        return self.size
+
+    def __getitem__(self, span: slice) -> bytes:
+        start, stop, step = span.indices(self.size)
+        if step != 1 or stop <= start:
+            return b"" if stop <= start else bytes(self[start:stop])[::step]
+        if self.fd is None:
+            raise ValueError(f"{self.path.name} is closed")
+        data = os.pread(self.fd, stop - start, start)
+        if len(data) != stop - start:
+            raise CorruptIndexError(f"index file {self.path.name} is truncated; {REBUILD}")
+        return data
+
+    def close(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None

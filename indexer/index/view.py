@@ -24,6 +24,7 @@ from .dense_view import DenseView
 from .integrity import REBUILD, check_chunk, corrupt_as_error, meta_sum
 from .lexical_view import LexicalView
 from .reader import BlobOf, RowSpace, open_generation, open_space
+from .row_columns import RowColumns
 from .segment import Segment
 from .segment_data import SegmentData
 from .vectors import StaticVectors
@@ -110,11 +111,10 @@ class GenerationView:
         return self.space.gather("flags")
 
     @cached_property
-    def _columns(self) -> dict[str, Sequence[str]]:
-        columns = {name: self.space.gather_list(name) for name in ("symbols", "kinds", "defines")}
-        if self.one_shot:  # one command reads a few rows: decode only those
-            return columns
-        return {name: list(values) for name, values in columns.items()}  # read per query
+    def row_columns(self) -> RowColumns:
+        """Symbols, kinds and defined names per row (indexer/index/row_columns.py); a process
+        that searches more than once codes every row's kind once."""
+        return RowColumns(self.space, keep_codes=not self.one_shot)
 
     @cached_property
     def files(self) -> Sequence[dict[str, Any]]:
@@ -196,5 +196,6 @@ class GenerationView:
         for name in (
             *("space", "lexical", "dense", "graph", "_graph_query", "_fids", "_fid_lookup"),
             "_records",
+            "row_columns",
         ):
             self.__dict__.pop(name, None)

@@ -123,8 +123,8 @@ def fold_split_tails(
 
 
 def _first_part_if_tail(index: Any, row: int) -> int:
-    kinds = index._columns["kinds"]
-    if kinds[row] not in ("function", "method"):
+    columns = index.row_columns
+    if columns.kind_of(row) not in ("function", "method"):
         return row  # the kinds column answers without decoding the chunk's record
     chunk = index.chunk_at(row, with_text=False)
     if (
@@ -135,14 +135,19 @@ def _first_part_if_tail(index: Any, row: int) -> int:
     # The earlier part first, by the metadata alone: most short functions have none, and then
     # the text (a whole file's block to decompress) is not needed. Parts of one definition
     # share its qualname, hence its symbol: the symbols column narrows the rows to decode.
-    symbols = index._columns["symbols"]
-    same_file = np.nonzero(index._chunk_file == index._chunk_file[row])[0].tolist()
+    file = int(index._chunk_file[row])
+    starts = index.space.file_starts
+    same_file = np.arange(int(starts[file]), int(starts[file + 1]), dtype=np.int64)
+    same_kind = same_file[columns.kind_codes(same_file) == columns.code(chunk.kind)]
+    keys = columns.symbol_keys(same_kind)
+    if keys is not None:  # parts of one definition share its symbol: read only the key hits
+        same_kind = same_kind[keys == hash(chunk.symbol.lower())]
     first = row
     first_start = chunk.start_line
-    for other in same_file:
-        if other == row or symbols[other] != chunk.symbol or kinds[other] != chunk.kind:
+    for other, symbol in zip(same_kind.tolist(), columns.symbols.take(same_kind), strict=True):
+        if other == row or symbol != chunk.symbol:
             continue
-        c = index.chunk_at(int(other), with_text=False)
+        c = index.chunk_at(other, with_text=False)
         if c.qualname == chunk.qualname and c.start_line < first_start:
             first, first_start = int(other), c.start_line
     if first == row:

@@ -9,22 +9,35 @@ those of a name -> rows dictionary (tests/test_definitions.py).
 from __future__ import annotations
 
 from array import array
-from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
+if TYPE_CHECKING:
+    from ..index.row_columns import RowColumns
+
 
 class DefinitionTable:
-    def __init__(self, symbols: Sequence[str], defines: Sequence[str]) -> None:
-        self.symbols, self.defines = symbols, defines
+    def __init__(self, columns: RowColumns) -> None:
+        self.symbols, self.defines = columns.symbols, columns.defines
         hashes, rows = array("q"), array("i")
-        for row, (symbol, names) in enumerate(zip(symbols, defines, strict=True)):
-            for name in {symbol.lower(), *names.lower().split()} - {""}:
-                hashes.append(hash(name))
-                rows.append(row)
+        # One segment's columns decoded at a time (nothing kept): a row's names are read back
+        # from the mapped columns when a lookup checks them.
+        pieces = zip(columns.by_segment("symbols"), columns.by_segment("defines"), strict=True)
+        for (where, symbols), (_, defines) in pieces:
+            live = range(where.start, where.stop) if isinstance(where, slice) else where.tolist()
+            for row, symbol, names in zip(live, symbols, defines, strict=True):
+                if row < 0:
+                    continue
+                for name in {symbol.lower(), *names.lower().split()} - {""}:
+                    hashes.append(hash(name))
+                    rows.append(row)
         keys = np.frombuffer(hashes, dtype=np.int64)
-        order = np.argsort(keys, kind="stable")  # a name's rows stay in row order
-        self.keys, self.rows = keys[order], np.frombuffer(rows, dtype=np.int32)[order]
+        # Rows in row order within a name (a segment's rows are not in global order when
+        # files were deleted or updated, so order by (hash, row), not by insertion).
+        row_ids = np.frombuffer(rows, dtype=np.int32)
+        order = np.lexsort((row_ids, keys))
+        self.keys, self.rows = keys[order], row_ids[order]
 
     def rows_defining(self, name: str) -> list[int]:
         """Rows whose symbol or module-level names include `name` (lowercased), in row order."""

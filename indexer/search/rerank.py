@@ -237,9 +237,8 @@ def rerank(index: Index, q: Query, rows: np.ndarray, scores: np.ndarray) -> np.n
     """Code-aware multipliers: definitions named by the query, path matches, file coherence,
     and demotion of tests/examples/docs/vendored/generated code unless the query asks."""
     w = index.fusion["rerank"]
-    symbols = index._columns["symbols"]
-    kinds = index._columns["kinds"]
-    defines = index._columns["defines"]
+    columns = index.row_columns
+    kind_codes = columns.kind_codes(rows)
     files = index._chunk_file[rows]
     flags = index._chunk_flags[rows]
     asked = asked_flags(q.ask_terms - index.project_terms - compound_words(index, q, files, flags))
@@ -279,29 +278,32 @@ def rerank(index: Index, q: Query, rows: np.ndarray, scores: np.ndarray) -> np.n
         out *= data_demotion(index, q, files, flags)
     if q.issue_sized and not asked & FLAG_DOCS and w["prose"] < 1.0:
         # A bug report is fixed in code: changelogs, docs pages and config rank below it.
-        prose = np.fromiter((kinds[r] in PROSE_KINDS for r in rows.tolist()), dtype=bool)
-        out[prose] *= w["prose"]
+        out[columns.is_kind(kind_codes, PROSE_KINDS)] *= w["prose"]
     if not w["definition"] or not (q.identifiers or q.symbol_like):
         return out
     named_by = q.identifiers
     full, half = 1.0 + w["definition"], 1.0 + 0.5 * w["definition"]
-    for i, row in enumerate(rows.tolist()):
-        kind = kinds[row]
-        if kind in _MODULE_KINDS:
-            names = defines[row]
-            if names and not named_by.isdisjoint(names.lower().split()):
-                out[i] *= full
-        elif kind in _DEFINITION_KINDS:
-            symbol = symbols[row]
-            if not symbol:
-                continue
-            low = symbol.lower()
-            if low in named_by:
-                out[i] *= full
-            elif len(low) > 3 and q.symbol_like:
-                parts = split_identifier(symbol)
-                if parts and all(p in q.terms for p in parts):
-                    out[i] *= half
+    # Only the candidates of a module or definition kind have their names read.
+    modules = np.flatnonzero(columns.is_kind(kind_codes, _MODULE_KINDS))
+    for i, names in zip(modules.tolist(), columns.defines.take(rows[modules]), strict=True):
+        if names and not named_by.isdisjoint(names.lower().split()):
+            out[i] *= full
+    definitions = np.flatnonzero(columns.is_kind(kind_codes, _DEFINITION_KINDS))
+    keys = columns.symbol_keys(rows[definitions])
+    if keys is not None and not q.symbol_like:  # only exact names count: read the key hits
+        definitions = definitions[np.isin(keys, [hash(n) for n in named_by])]
+    for i, symbol in zip(
+        definitions.tolist(), columns.symbols.take(rows[definitions]), strict=True
+    ):
+        if not symbol:
+            continue
+        low = symbol.lower()
+        if low in named_by:
+            out[i] *= full
+        elif len(low) > 3 and q.symbol_like:
+            parts = split_identifier(symbol)
+            if parts and all(p in q.terms for p in parts):
+                out[i] *= half
     return out
 
 

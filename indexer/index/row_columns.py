@@ -1,0 +1,96 @@
+"""The symbol, kind and defined-names columns of every live row, as the ranking reads them.
+
+Strings are read from the segments' mapped columns where asked (`RowText`), so a long-lived
+process does not hold one Python string per row and column (~25 MB each at 163k rows). What
+the ranking tests for hundreds of candidates per query, the kind of a row, is also kept as a
+two-byte code per row once a process has searched (numpy tests instead of string reads); a
+one-shot command codes only the rows it reads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from functools import cached_property
+
+import numpy as np
+
+from .columns import RowText, values_of
+from .reader import RowSpace
+
+
+class RowColumns:
+    def __init__(self, space: RowSpace, keep_codes: bool) -> None:
+        self.space = space
+        self.symbols: RowText = space.gather_list("symbols")
+        self.kinds: RowText = space.gather_list("kinds")
+        self.defines: RowText = space.gather_list("defines")
+        self.keep_codes = keep_codes  # code every row's kind once (a long-lived process)
+        self._codes: dict[str, int] = {}
+        self.names: list[str] = []  # kind of each code
+
+    def code(self, kind: str) -> int:
+        """The code of a kind (new kinds get the next code: codes hold within this object)."""
+        found = self._codes.get(kind)
+        if found is None:
+            found = self._codes[kind] = len(self.names)
+            self.names.append(kind)
+        return found
+
+    def codes_of(self, kinds: Iterable[str]) -> np.ndarray:
+        return np.asarray([self.code(k) for k in kinds], dtype=np.uint16)
+
+    @cached_property
+    def _all_codes(self) -> np.ndarray:
+        return self._per_row("kinds", self.code, np.uint16)
+
+    @cached_property
+    def _symbol_keys(self) -> np.ndarray:
+        return self._per_row("symbols", lambda v: hash(v.lower()), np.int64)
+
+    def _per_row(self, column: str, value: Callable[[str], int], dtype: type) -> np.ndarray:
+        """`value` of every live row's `column`, decoded one segment at a time."""
+        out: np.ndarray = np.zeros(self.space.n_rows, dtype=dtype)
+        for rows, values in self.by_segment(column):
+            local: np.ndarray = np.fromiter(map(value, values), dtype=dtype, count=len(values))
+            if isinstance(rows, slice):
+                out[rows] = local
+            else:
+                live = rows >= 0
+                out[rows[live]] = local[live]
+        return out
+
+    def symbol_keys(self, rows: np.ndarray) -> np.ndarray | None:
+        """`hash(symbol.lower())` of each of `rows`, where kept (a long-lived process): a key
+        that matches is checked against the symbol itself, a key that does not rules it out."""
+        return self._symbol_keys[rows] if self.keep_codes else None
+
+    def kind_of(self, row: int) -> str:
+        if self.keep_codes:
+            return self.names[int(self._all_codes[row])]
+        return self.kinds[row]
+
+    def kind_codes(self, rows: np.ndarray) -> np.ndarray:
+        """The kind code of each of `rows` (global)."""
+        if self.keep_codes:
+            codes: np.ndarray = self._all_codes[rows]
+            return codes
+        kinds = self.kinds.take(rows)
+        return np.fromiter(map(self.code, kinds), dtype=np.uint16, count=len(kinds))
+
+    def is_kind(self, codes: np.ndarray, kinds: Iterable[str]) -> np.ndarray:
+        """Which of `codes` is one of `kinds`."""
+        return np.isin(codes, self.codes_of(kinds))
+
+    def by_segment(self, column: str) -> Iterator[tuple[slice | np.ndarray, list[str]]]:
+        """Each segment's values of `column` (decoded, not kept) with where its rows are:
+        a slice of global rows, or each local row's global row (-1: not live)."""
+        space = self.space
+        starts = space.seg_offsets.tolist()
+        for i, segment in enumerate(space.segments):
+            values = values_of(getattr(segment, column))
+            if space.concatenated:
+                yield slice(starts[i], starts[i + 1]), values
+            else:
+                to_global = space.local_to_global(i)
+                assert to_global is not None
+                yield to_global, values
