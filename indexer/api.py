@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from .search.answers import Verdict
     from .search.budget import Packed
     from .search.definitions import DefinitionTable
+    from .search.file_keys import FileValues
     from .search.filters import SearchFilter
     from .search.related_types import Related
 
@@ -343,9 +344,22 @@ class Index(GenerationView):
         return [None] * self.space.n_files
 
     @cached_property
-    def flag_fix_cache(self) -> dict[int, tuple[int, int]]:
+    def flag_fixes(self) -> FileValues:
         """Per file: the path-class flags to drop and to add (rerank.corrected_flags)."""
-        return {}
+        from .search.file_keys import FileValues
+        from .search.rerank import flag_fix
+
+        return FileValues(self.space.n_files, lambda f: flag_fix(self, f), np.uint16)
+
+    @cached_property
+    def compound_keys(self) -> FileValues:
+        """Per file: hash of its stem as two query words spell it (rerank.compound_words)."""
+        from .search.file_keys import FileValues
+        from .search.rerank import compound_key
+
+        return FileValues(
+            self.space.n_files, lambda f: hash(compound_key(self.space.paths[f])), np.int64
+        )
 
     def _result(self, row: int, s: dict[str, float], with_text: bool) -> SearchResult:
         chunk = self.chunk_at(row, with_text=with_text)

@@ -78,8 +78,12 @@ class RowColumns:
         return np.fromiter(map(self.code, kinds), dtype=np.uint16, count=len(kinds))
 
     def is_kind(self, codes: np.ndarray, kinds: Iterable[str]) -> np.ndarray:
-        """Which of `codes` is one of `kinds`."""
-        return np.isin(codes, self.codes_of(kinds))
+        """Which of `codes` is one of `kinds` (a table over the codes: np.isin costs ~0.1 ms)."""
+        wanted = self.codes_of(kinds)
+        table = np.zeros(len(self.names), dtype=bool)
+        table[wanted] = True
+        out: np.ndarray = table[codes]
+        return out
 
     def by_segment(self, column: str) -> Iterator[tuple[slice | np.ndarray, list[str]]]:
         """Each segment's values of `column` (decoded, not kept) with where its rows are:

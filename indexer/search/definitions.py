@@ -39,6 +39,14 @@ class DefinitionTable:
         order = np.lexsort((row_ids, keys))
         self.keys, self.rows = keys[order], row_ids[order]
 
+    def rows_keyed(self, names: set[str]) -> np.ndarray:
+        """Rows that may define one of `names` (by hash: a superset, sorted, to be checked)."""
+        keys = np.asarray([hash(n) for n in names if n], dtype=np.int64)
+        lo = np.searchsorted(self.keys, keys)
+        hi = np.searchsorted(self.keys, keys, side="right")
+        found = [self.rows[a:b] for a, b in zip(lo.tolist(), hi.tolist(), strict=True) if b > a]
+        return np.sort(np.concatenate(found)) if found else np.zeros(0, dtype=np.int32)
+
     def rows_defining(self, name: str) -> list[int]:
         """Rows whose symbol or module-level names include `name` (lowercased), in row order."""
         if not name:

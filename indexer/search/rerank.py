@@ -21,6 +21,7 @@ from ..source.pathclass import (
     FLAG_VENDORED,
     directory_flags,
 )
+from .file_keys import unique_inverse
 from .query import Query
 
 if TYPE_CHECKING:
@@ -73,15 +74,17 @@ def compound_words(index: Index, q: Query, files: np.ndarray, flags: np.ndarray)
         return set()
     out: set[str] = set()
     paths = index.space.paths
-    for f in sorted(set(files[flags == 0].tolist())):  # np.unique would import numpy.ma
-        words = q.compounds.get(_compound_key(paths[f]))
+    own = files[flags == 0]
+    # Files whose key's hash is one of the query's compounds: few or none.
+    hit = np.isin(index.compound_keys.values(own), [hash(k) for k in q.compounds])
+    for f in sorted(set(own[hit].tolist())):
+        words = q.compounds.get(compound_key(paths[f]))
         if words:
             out.update(words)
     return out
 
 
-@functools.lru_cache(maxsize=8192)
-def _compound_key(path: str) -> str:
+def compound_key(path: str) -> str:
     """A file's stem as two query words spell it together: lowercased, no `_` or `-`."""
     name = path.rsplit("/", 1)[-1].rsplit(".", 1)[0]
     return name.lower().replace("_", "").replace("-", "")
@@ -176,19 +179,17 @@ _DOC_LANGUAGES = frozenset({PLAIN_TEXT, "markdown", "rst", "org"})
 def corrected_flags(index: Index, files: np.ndarray, flags: np.ndarray) -> np.ndarray:
     """The build's path classes, corrected where a name misleads them (`doc_correction`), plus
     the classes a path's shape gives (`shape_flags`)."""
-    cache = index.flag_fix_cache
-    unique, first, inverse = np.unique(files, return_index=True, return_inverse=True)
-    drops = np.zeros(len(unique), dtype=np.uint8)
-    adds = np.zeros(len(unique), dtype=np.uint8)
-    for j, (f, i) in enumerate(zip(unique.tolist(), first.tolist(), strict=True)):
-        fix = cache.get(f)
-        if fix is None:
-            path = index.space.paths[f]
-            drop = FLAG_DOCS if flags[i] & FLAG_DOCS else 0
-            fix = cache[f] = (drop, (doc_correction(path) if drop else 0) | shape_flags(path))
-        drops[j], adds[j] = fix
-    inverse = inverse.reshape(-1)
-    return np.asarray((flags & ~drops[inverse]) | adds[inverse], dtype=flags.dtype)
+    fixes = index.flag_fixes.values(files)  # per file: flags to drop | flags to add << 8
+    drops, adds = (fixes & 0xFF).astype(np.uint8), (fixes >> 8).astype(np.uint8)
+    return np.asarray((flags & ~drops) | adds, dtype=flags.dtype)
+
+
+def flag_fix(index: Index, f: int) -> int:
+    """The path-class flags to drop from file f's chunks, and (<< 8) to add."""
+    path = index.space.paths[f]
+    # FLAG_DOCS comes from the path: the file's first chunk has it when any has.
+    drop = FLAG_DOCS if index._chunk_flags[int(index.space.file_starts[f])] & FLAG_DOCS else 0
+    return drop | ((doc_correction(path) if drop else 0) | shape_flags(path)) << 8
 
 
 def doc_correction(path: str) -> int:
@@ -246,8 +247,7 @@ def rerank(index: Index, q: Query, rows: np.ndarray, scores: np.ndarray) -> np.n
     # File coherence: how many candidates share the file (top of the fused list only).
     top = np.argsort(-scores)[:50]
     # Per-file factors once per file, not once per candidate.
-    unique, inverse = np.unique(files, return_inverse=True)
-    inverse = inverse.reshape(-1)
+    unique, inverse = unique_inverse(files)
     unique_files = unique.tolist()
     factor = np.ones(len(unique_files), dtype=np.float64)
     if w["path"]:
@@ -285,6 +285,8 @@ def rerank(index: Index, q: Query, rows: np.ndarray, scores: np.ndarray) -> np.n
     full, half = 1.0 + w["definition"], 1.0 + 0.5 * w["definition"]
     # Only the candidates of a module or definition kind have their names read.
     modules = np.flatnonzero(columns.is_kind(kind_codes, _MODULE_KINDS))
+    if "_definitions" in index.__dict__:  # made for a symbol query: read only the rows it keys
+        modules = modules[np.isin(rows[modules], index._definitions.rows_keyed(named_by))]
     for i, names in zip(modules.tolist(), columns.defines.take(rows[modules]), strict=True):
         if names and not named_by.isdisjoint(names.lower().split()):
             out[i] *= full

@@ -1,0 +1,40 @@
+"""Per-file values the reranker reads for every candidate file, made once per file and kept in
+arrays: a query then looks its ~200 candidate files up with numpy instead of a Python step per
+file (each value is computed the first time a query meets the file)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+
+class FileValues:
+    """`values(files)`: `compute(file)` of each file, computed once per file."""
+
+    def __init__(self, n_files: int, compute: Callable[[int], int], dtype: type) -> None:
+        self.compute = compute
+        self.values_of: np.ndarray = np.zeros(n_files, dtype=dtype)
+        self.known = np.zeros(n_files, dtype=bool)
+
+    def values(self, files: np.ndarray) -> np.ndarray:
+        missing = files[~self.known[files]]
+        if len(missing):
+            for f in set(missing.tolist()):
+                self.values_of[f] = self.compute(f)
+            self.known[missing] = True
+        out: np.ndarray = self.values_of[files]
+        return out
+
+
+def unique_inverse(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """np.unique(values, return_inverse=True) for a small integer array, without its overhead
+    (and without importing numpy.ma, which np.unique does: a cold search's cost)."""
+    order = np.argsort(values, kind="stable")
+    ordered = values[order]
+    first = np.ones(len(values), dtype=bool)
+    if len(values):
+        first[1:] = ordered[1:] != ordered[:-1]
+    inverse = np.empty(len(values), dtype=np.int64)
+    inverse[order] = np.cumsum(first) - 1
+    return ordered[first], inverse
