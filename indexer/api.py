@@ -30,9 +30,9 @@ from .threads import single_threaded_math
 if TYPE_CHECKING:
     from .index.overlay import OverlayState, WorktreeOverlay
     from .search.answers import Verdict
+    from .search.arrays import FileValues
     from .search.budget import Packed
     from .search.definitions import DefinitionTable
-    from .search.file_keys import FileValues
     from .search.filters import SearchFilter
     from .search.related_types import Related
 
@@ -346,7 +346,7 @@ class Index(GenerationView):
     @cached_property
     def flag_fixes(self) -> FileValues:
         """Per file: the path-class flags to drop and to add (rerank.corrected_flags)."""
-        from .search.file_keys import FileValues
+        from .search.arrays import FileValues
         from .search.rerank import flag_fix
 
         return FileValues(self.space.n_files, lambda f: flag_fix(self, f), np.uint16)
@@ -354,7 +354,7 @@ class Index(GenerationView):
     @cached_property
     def compound_keys(self) -> FileValues:
         """Per file: hash of its stem as two query words spell it (rerank.compound_words)."""
-        from .search.file_keys import FileValues
+        from .search.arrays import FileValues
         from .search.rerank import compound_key
 
         return FileValues(

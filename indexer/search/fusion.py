@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import IndexerError
+from .arrays import unique_first_inverse
 
 DEFAULTS: dict[str, Any] = {
     "version": 1,
@@ -167,7 +168,7 @@ def rrf(rank_lists: list[tuple[np.ndarray, float]], k: float) -> tuple[np.ndarra
     contrib = np.concatenate(
         [w / (k + np.arange(1, len(rows) + 1, dtype=np.float64)) for rows, w in used]
     )
-    unique, first, inverse = np.unique(all_rows, return_index=True, return_inverse=True)
+    unique, first, inverse = unique_first_inverse(all_rows)
     # bincount adds in input order, as a running sum per row would.
     sums = np.bincount(inverse, weights=contrib, minlength=len(unique))
     order = np.argsort(first, kind="stable")

@@ -21,7 +21,7 @@ from ..source.pathclass import (
     FLAG_VENDORED,
     directory_flags,
 )
-from .file_keys import unique_inverse
+from .arrays import unique_inverse
 from .query import Query
 
 if TYPE_CHECKING:

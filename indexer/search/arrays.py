@@ -1,6 +1,6 @@
-"""Per-file values the reranker reads for every candidate file, made once per file and kept in
-arrays: a query then looks its ~200 candidate files up with numpy instead of a Python step per
-file (each value is computed the first time a query meets the file)."""
+"""Array helpers of the ranking: per-file values kept in arrays (a query looks its ~200
+candidate files up with numpy instead of a Python step per file; each value is computed the
+first time a query meets the file), and np.unique without its overhead."""
 
 from __future__ import annotations
 
@@ -28,8 +28,15 @@ class FileValues:
 
 
 def unique_inverse(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """np.unique(values, return_inverse=True) for a small integer array, without its overhead
-    (and without importing numpy.ma, which np.unique does: a cold search's cost)."""
+    """np.unique(values, return_inverse=True) for a small integer array."""
+    unique, _, inverse = unique_first_inverse(values)
+    return unique, inverse
+
+
+def unique_first_inverse(values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """np.unique(values, return_index=True, return_inverse=True), the same arrays, for a small
+    integer array: ~10x faster (np.unique's overhead is most of its cost for a few hundred
+    values) and without importing numpy.ma, which np.unique does (a cold search's cost)."""
     order = np.argsort(values, kind="stable")
     ordered = values[order]
     first = np.ones(len(values), dtype=bool)
@@ -37,4 +44,4 @@ def unique_inverse(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         first[1:] = ordered[1:] != ordered[:-1]
     inverse = np.empty(len(values), dtype=np.int64)
     inverse[order] = np.cumsum(first) - 1
-    return ordered[first], inverse
+    return ordered[first], order[first], inverse
