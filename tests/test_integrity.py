@@ -121,6 +121,26 @@ def test_a_forged_shared_index_is_refused(
     assert "no index" in run_cli("search", "retry", cwd=clone).stderr
 
 
+def test_a_forged_line_table_is_refused(sample_repo: Path, tmp_path: Path) -> None:
+    """A text column's line starts (read instead of scanning the column) must be the column's:
+    moved ones would make the ranking read other symbols than those verified."""
+    assert run_cli("build", cwd=sample_repo).returncode == 0
+    ref = publish(str(sample_repo))["ref"]
+    published = _published(sample_repo, ref)
+    starts = np.load(io.BytesIO(published["segment:symbols_lines.npy"]), allow_pickle=False)
+    old = starts[:3].tobytes()
+    moved = starts.copy()
+    moved[1] += 1  # the first symbol now ends one byte later, the second starts later
+    forged = _forge(published, "symbols_lines.npy", old, moved[:3].tobytes())
+    changed = ("segment:symbols_lines.npy", "segment:segment.json")
+    _republish_with(sample_repo, ref, {n: forged[n] for n in (*changed, "manifest.json")})
+    clone = clone_with_index(sample_repo, tmp_path / "clone")
+    proc = run_cli("pull", cwd=clone)
+    assert_clean_error(proc, "rejected the index published at")
+    assert "line table does not match" in proc.stderr
+    assert not (clone / ".git" / "indexer" / "CURRENT").exists()
+
+
 def test_an_honest_shared_index_is_verified_and_adopted(sample_repo: Path, tmp_path: Path) -> None:
     assert run_cli("build", cwd=sample_repo).returncode == 0
     publish(str(sample_repo))

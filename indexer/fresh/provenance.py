@@ -29,7 +29,7 @@ from ..errors import IndexerError
 from ..index.dense import faiss_id
 from ..index.graph.facts import FACTS_LINES, FACTS_META
 from ..index.integrity import CHUNK_SUMS, check_rows, chunk_sums, meta_sum
-from ..index.segment_format import TEXT_BLOCKS, TEXTS, decompress_texts
+from ..index.segment_format import LINE_STARTS, TEXT_BLOCKS, TEXTS, decompress_texts
 from ..source.chunker import chunk_id, path_stem
 from ..source.datafiles import data_records
 from ..source.notebook import cell_source
@@ -76,10 +76,20 @@ def _array(read: Callable[[str], bytes], name: str) -> np.ndarray:
 def _lines(read: Callable[[str], bytes], name: str, count: int | None = None) -> list[str]:
     """A text column (indexer/index/segment_format.py); `count` rows when known (an empty file
     is one empty value or none)."""
-    data = read(name).decode("utf-8")
+    raw = read(name)
+    data = raw.decode("utf-8")
     if count is None:
-        return data.split("\n") if data else []
-    return data.split("\n") if count else []
+        values = data.split("\n") if data else []
+    else:
+        values = data.split("\n") if count else []
+    # The line starts a reader uses must be those of this text (a forged table would make
+    # the columns read other values than the ones checked here).
+    starts = _array(read, name.removesuffix(".txt") + LINE_STARTS)
+    expected = np.zeros(len(values) + 1, dtype=np.int64)
+    np.cumsum([len(v.encode("utf-8")) + 1 for v in values], out=expected[1:])
+    if not np.array_equal(starts, expected):
+        raise ProvenanceError(f"its {name} line table does not match the column")
+    return values
 
 
 def _check(

@@ -13,7 +13,7 @@ import numpy as np
 
 from ..errors import CorruptIndexError
 from .integrity import REBUILD
-from .segment_format import map_file, release_pages
+from .segment_format import line_starts_path, map_file, release_pages
 
 T = TypeVar("T")
 FIND_PREFIX_AFTER = 256  # lookups of a column before its prefix index is made
@@ -54,17 +54,8 @@ class Lines(LazySequence[str]):
     def __init__(self, path: Path, count: int, keep: bool = True) -> None:
         self.name = path.name
         self.data = map_file(path)
-        raw = np.frombuffer(self.data, dtype=np.uint8) if len(self.data) else np.zeros(0, np.uint8)
-        breaks = np.flatnonzero(raw == 10)
-        del raw
-        release_pages(self.data)  # the scan read every page: keep only those read again
-        if (len(breaks) + 1 if count else 0) != count:
-            raise CorruptIndexError(f"index file {path.name} is damaged; {REBUILD}")
-        self.starts = np.empty(count + 1, dtype=np.int64)  # line i: starts[i]:starts[i+1]-1
-        if count:
-            self.starts[0] = 0
-            self.starts[1:-1] = breaks + 1
-            self.starts[-1] = len(self.data) + 1
+        # line i: starts[i]:starts[i+1]-1; written beside the column (segment format 5)
+        self.starts = _stored_starts(path, count, len(self.data))
         self._all: list[str] | None = None
         self._reads = 0
         # A column read by bisection (the BM25 vocabulary) is decoded whole once most of it
@@ -227,3 +218,22 @@ def _take(column: Sequence[str], rows: np.ndarray) -> list[str]:
 def _prefix(columns: np.ndarray) -> np.ndarray:
     """Rows of 8 bytes (or one row) as big-endian uint64."""
     return np.ascontiguousarray(columns, dtype=np.uint8).view(">u8").astype(np.uint64).reshape(-1)
+
+
+def _stored_starts(path: Path, count: int, size: int) -> np.ndarray:
+    """The line starts written beside a text column, checked against it."""
+    starts_path = line_starts_path(path)
+    try:
+        starts: np.ndarray = np.load(starts_path, allow_pickle=False, mmap_mode="r")
+    except (OSError, ValueError) as exc:
+        raise CorruptIndexError(f"index file {starts_path.name} is damaged; {REBUILD}") from exc
+    expected_end = size + 1 if count else 0
+    if (
+        starts.ndim != 1
+        or starts.dtype.kind not in "iu"
+        or len(starts) != count + 1
+        or int(starts[0]) != 0
+        or int(starts[-1]) != expected_end
+    ):
+        raise CorruptIndexError(f"index file {starts_path.name} is damaged; {REBUILD}")
+    return starts

@@ -29,14 +29,18 @@ from .dense import FILES as DENSE_FILES
 from .graph.facts import FACTS_FILE_NAMES
 from .integrity import REBUILD
 
-SEGMENT_FORMAT = 4  # 4: vectors as plain uint8 codes (dense_codes.npy), no FAISS file
+# 4: vectors as plain uint8 codes (dense_codes.npy), no FAISS file; 5: each text column's line
+# starts beside it (`<column>_lines.npy`), so opening one scans nothing
+SEGMENT_FORMAT = 5
 SEGMENT_MANIFEST = "segment.json"
 TEXTS = "texts_z.bin"  # chunk texts, one zlib block per file (code compresses ~5x)
 TEXT_BLOCKS = "text_blocks.npy"  # int64 (files + 1): where each file's block starts in TEXTS
+LINE_STARTS = "_lines.npy"  # beside `<column>.txt`: where each line starts (uint32, n + 1)
 TEXT_COLUMNS = ("symbols", "kinds", "defines", "file_paths", "file_blobs", "file_languages")
 REQUIRED_FILES = frozenset(
     {
         *(f"{name}.txt" for name in TEXT_COLUMNS),
+        *(f"{name}{LINE_STARTS}" for name in (*TEXT_COLUMNS, "bm25_terms")),
         *(f"{name}.npy" for name in ("file_times", "chunk_file", "chunk_flags", "chunk_fids")),
         *(f"{name}.npy" for name in ("chunk_sums", "meta_sums", "chunk_offsets", "text_offsets")),
         TEXT_BLOCKS,
@@ -51,9 +55,21 @@ REQUIRED_FILES = frozenset(
 )
 
 
+def line_starts_path(path: Path) -> Path:
+    return path.with_name(path.stem + LINE_STARTS)
+
+
 def write_lines(path: Path, values: list[str]) -> None:
-    """A text column: one value per line (values never hold a newline: it becomes a space)."""
-    path.write_bytes("\n".join(v.replace("\n", " ") for v in values).encode("utf-8"))
+    """A text column: one value per line (values never hold a newline: it becomes a space),
+    and where each line starts (the last entry is the file's size + 1, as if it ended with a
+    newline), so a reader opens it without scanning it."""
+    encoded = [v.replace("\n", " ").encode("utf-8") for v in values]
+    data = b"\n".join(encoded)
+    path.write_bytes(data)
+    starts = np.zeros(len(encoded) + 1, dtype=np.int64)
+    np.cumsum([len(v) + 1 for v in encoded], out=starts[1:])
+    dtype = np.uint32 if len(data) < 1 << 32 else np.int64
+    np.save(line_starts_path(path), starts.astype(dtype))
 
 
 def file_bounds(chunk_file: np.ndarray, n_files: int) -> np.ndarray:
