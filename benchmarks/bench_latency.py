@@ -256,17 +256,19 @@ def cold(
         try:
             for i in range(runs):
                 q = queries[i % len(queries)]
+                # `-m indexer` imports the package of the working directory first: each
+                # variant runs from its own source tree.
                 variants = [
-                    ("floor", [sys.executable, "-c", "import numpy, faiss"], env),
-                    ("search", [*indexer, "search", q, *ours], dict(env, INDEXER_SERVE="0")),
-                    ("served", [*indexer, "search", q, *ours], env),
+                    ("floor", [sys.executable, "-c", "import numpy, faiss"], env, ROOT),
+                    ("search", [*indexer, "search", q, *ours], dict(env, INDEXER_SERVE="0"), ROOT),
+                    ("served", [*indexer, "search", q, *ours], env, ROOT),
                 ]
                 if baseline is not None:
                     cmd = [*indexer, "search", q, *base, "--index-dir", str(baseline.index_dir)]
-                    variants.append(("baseline", cmd, dict(env, **baseline.env)))
-                for name, cmd, run_env in variants:
+                    variants.append(("baseline", cmd, dict(env, **baseline.env), baseline.src))
+                for name, cmd, run_env, cwd in variants:
                     start = time.perf_counter()
-                    subprocess.run(cmd, check=False, capture_output=True, env=run_env)
+                    subprocess.run(cmd, check=False, capture_output=True, env=run_env, cwd=cwd)
                     times[name].append((time.perf_counter() - start) * 1000)
         finally:
             subprocess.run(
@@ -282,6 +284,7 @@ class Baseline:
     """An earlier checkout (`--baseline DIR`): its own index, built and searched by its code."""
 
     def __init__(self, src: Path, work: Path, name: str, git_dir: Path) -> None:
+        self.src = src
         self.env = {"PYTHONPATH": str(src), "INDEXER_BENCH_SRC": str(src)}
         self.index_dir = work / "indexes" / f"{name}-baseline"
         ensure_index(git_dir, self.index_dir, dict(os.environ, **self.env))
