@@ -147,7 +147,7 @@ def test_saved_codes_load_memory_mapped_and_read_by_rows(
         loaded.reconstruct(rows[::-1]), decode(built.codes[rows[::-1]], codec.ranges)
     )
     with pytest.raises(IndexerError, match="damaged"):
-        DenseIndex.load(tmp_path, 2999)
+        _ = DenseIndex.load(tmp_path, 2999).codes
 
 
 def test_writing_a_segment_does_not_import_faiss(tmp_path: Path) -> None:

@@ -87,7 +87,9 @@ def similarities(codes: np.ndarray, ranges: np.ndarray, query: np.ndarray) -> np
 
 
 class DenseIndex:
-    """One segment's codes (memory-mapped when read from disk), ranges and compact codes."""
+    """One segment's codes, ranges and compact codes. Read from disk, each array loads on first
+    use (the codes and compact codes memory-mapped): a one-shot search of 10 segments reads
+    one segment's ranges and centroids, and compares the others' by their digests."""
 
     def __init__(
         self,
@@ -96,10 +98,79 @@ class DenseIndex:
         compact: np.ndarray | None = None,
         centroids: np.ndarray | None = None,
     ) -> None:
-        self.codes = codes
-        self.ranges = np.asarray(ranges, dtype=np.float32)
-        self.compact = compact  # (dim / 8, rows) uint8, or None with no centroids
-        self.centroids = centroids
+        # In memory: the values stand in the instance dict, where the loaders' cache would be.
+        self.__dict__.update(
+            codes=codes,
+            ranges=np.asarray(ranges, dtype=np.float32),
+            compact=compact,  # (dim / 8, rows) uint8, or None with no centroids
+            centroids=centroids,
+        )
+        self.directory: Path | None = None
+        self.digests: dict[str, str] = {}
+        self.n_rows = int(codes.shape[0])
+
+    @classmethod
+    def load(cls, directory: Path, rows: int, digests: dict[str, str] | None = None) -> DenseIndex:
+        """A segment's codes in `directory`; `digests`: its files' sha256 (segment.json)."""
+        dense = cls.__new__(cls)
+        dense.directory, dense.digests, dense.n_rows = directory, dict(digests or {}), rows
+        return dense
+
+    def _load(self, name: str, mmap: bool) -> np.ndarray:
+        assert self.directory is not None
+        array: np.ndarray = np.load(
+            self.directory / name, allow_pickle=False, mmap_mode="r" if mmap else None
+        )
+        return array
+
+    def _damaged(self, name: str) -> Exception:
+        from ..errors import CorruptIndexError
+        from .integrity import REBUILD
+
+        return CorruptIndexError(f"index file {name} is damaged; {REBUILD}")
+
+    @cached_property
+    def ranges(self) -> np.ndarray:
+        ranges = self._load(RANGES, mmap=False)
+        if ranges.dtype != np.float32 or ranges.shape != (self.dim,):
+            raise self._damaged(RANGES)
+        return ranges
+
+    @cached_property
+    def codes(self) -> np.ndarray:
+        """Memory-mapped: a process reads only the pages it touches, and processes share them."""
+        codes = self._load(CODES, mmap=True)
+        if (
+            codes.dtype != np.uint8
+            or codes.ndim != 2
+            or codes.shape[0] != self.n_rows
+            or codes.shape[1] % 8
+            or not codes.shape[1]
+        ):
+            raise self._damaged(CODES)
+        return codes
+
+    @cached_property
+    def compact(self) -> np.ndarray | None:
+        compact = self._load(COMPACT, mmap=True)
+        if compact.dtype != np.uint8 or compact.shape != (self.dim // 8, self.n_rows):
+            raise self._damaged(COMPACT)
+        return compact
+
+    @cached_property
+    def centroids(self) -> np.ndarray | None:
+        centroids = self._load(CENTROIDS, mmap=False)
+        if not dense_pq.valid_codebook(centroids, self.dim):
+            raise self._damaged(CENTROIDS)
+        return centroids
+
+    def same_codec(self, other: DenseIndex) -> bool:
+        """Made with the same ranges and centroids (stored files: by their digests)."""
+        if all(self.digests.get(n) and other.digests.get(n) for n in (RANGES, CENTROIDS)):
+            return all(self.digests[n] == other.digests[n] for n in (RANGES, CENTROIDS))
+        a, b = self.centroids, other.centroids
+        same = a is b or (a is not None and b is not None and np.array_equal(a, b))
+        return same and np.array_equal(self.ranges, other.ranges)
 
     @classmethod
     def build(cls, vectors: np.ndarray, codec: Codec) -> DenseIndex:
@@ -113,11 +184,11 @@ class DenseIndex:
 
     @property
     def ntotal(self) -> int:
-        return int(self.codes.shape[0])
+        return self.n_rows
 
     @property
     def dim(self) -> int:
-        return int(self.ranges.shape[0])
+        return int(self.codes.shape[1])
 
     def stored(self) -> np.ndarray:
         """fp16 vectors in row order, decoded from the codes."""
@@ -170,30 +241,6 @@ class DenseIndex:
         np.save(directory / RANGES, self.ranges)
         np.save(directory / COMPACT, np.ascontiguousarray(self.compact, dtype=np.uint8))
         np.save(directory / CENTROIDS, np.asarray(self.centroids, dtype=np.float32))
-
-    @classmethod
-    def load(cls, directory: Path, rows: int) -> DenseIndex:
-        """Memory-mapped: a process reads only the pages it touches, and processes share them."""
-        from ..errors import CorruptIndexError
-        from .integrity import REBUILD
-
-        ranges = np.load(directory / RANGES, allow_pickle=False)
-        codes = np.load(directory / CODES, allow_pickle=False, mmap_mode="r")
-        compact = np.load(directory / COMPACT, allow_pickle=False, mmap_mode="r")
-        centroids = np.load(directory / CENTROIDS, allow_pickle=False)
-        if (
-            ranges.ndim != 1
-            or ranges.dtype != np.float32
-            or codes.dtype != np.uint8
-            or codes.shape != (rows, len(ranges))
-            or len(ranges) % 8
-        ):
-            raise CorruptIndexError(f"index file {CODES} is damaged; {REBUILD}")
-        if compact.dtype != np.uint8 or compact.shape != (len(ranges) // 8, rows):
-            raise CorruptIndexError(f"index file {COMPACT} is damaged; {REBUILD}")
-        if not dense_pq.valid_codebook(centroids, len(ranges)):
-            raise CorruptIndexError(f"index file {CENTROIDS} is damaged; {REBUILD}")
-        return cls(codes, ranges, compact, centroids)
 
 
 def read_rows(

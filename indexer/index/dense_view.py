@@ -93,18 +93,12 @@ class DenseView:
 
     @cached_property
     def codec(self) -> Codec:
-        codecs = [dense.codec() for dense, _ in self.parts]
-        if not codecs:
+        denses = [dense for dense, _ in self.parts]
+        if not denses:
             return Codec(np.zeros(0, dtype=np.float32), None)
-        first = codecs[0]
-        for other in codecs[1:]:
-            a, b = first.centroids, other.centroids
-            same_centroids = a is b or (a is not None and b is not None and np.array_equal(a, b))
-            if not np.array_equal(other.ranges, first.ranges) or not same_centroids:
-                raise CorruptIndexError(
-                    f"segments of one index have different vector codes; {REBUILD}"
-                )
-        return first
+        if not all(denses[0].same_codec(other) for other in denses[1:]):
+            raise CorruptIndexError(f"segments of one index have different vector codes; {REBUILD}")
+        return denses[0].codec()
 
     @property
     def ranges(self) -> np.ndarray:
@@ -162,11 +156,14 @@ class DenseView:
             part = np.searchsorted(space.seg_offsets, cats, side="right") - 1
             cats = cats - space.seg_offsets[part]
         order = np.lexsort((cats, part))
-        out = np.empty((len(rows), len(self.ranges)), dtype=np.uint8)
+        width = len(self.ranges)
+        out = np.empty((len(rows), width), dtype=np.uint8)
+        if any(dense.dim != width for dense, _ in self.parts):
+            raise CorruptIndexError(f"segments of one index have different vector codes; {REBUILD}")
         files = [dense.file for dense, _ in self.parts]
         if all(f is not None for f in files):
             where = [f for f in files if f is not None]
-            out[order] = read_rows(where, len(self.ranges), part[order], cats[order])
+            out[order] = read_rows(where, width, part[order], cats[order])
             return out
         for i, (dense, _) in enumerate(self.parts):  # some in memory (a working-tree overlay)
             mine = order[part[order] == i]
