@@ -258,13 +258,12 @@ def read_rows(
     heads = np.concatenate([[0], cut])
     first = rows[heads]
     sizes = (rows[np.concatenate([cut - 1, [len(rows) - 1]])] - first + 1) * width
-    where = [files[p] for p in part[heads].tolist()]
+    of_run = part[heads]
+    fds = np.array([fd for fd, _ in files], dtype=np.int64)[of_run].tolist()
+    offsets = (np.array([at for _, at in files], dtype=np.int64)[of_run] + first * width).tolist()
     pread = os.pread
     data = b"".join(
-        [
-            pread(fd, size, offset + a * width)
-            for (fd, offset), a, size in zip(where, first.tolist(), sizes.tolist(), strict=True)
-        ]
+        [pread(fd, n, at) for fd, n, at in zip(fds, sizes.tolist(), offsets, strict=True)]
     )
     if len(data) != int(sizes.sum()):
         raise CorruptIndexError(f"index file {CODES} is truncated; {REBUILD}")
