@@ -12,6 +12,9 @@ Offline recipe (the runtime never imports torch):
    `httpresponse` -> "http response".
 3. Reduce with PCA (scikit-learn), weight by corpus frequency (SIF: a / (a + p(w))), and quantise
    each row to int8 with its own scale.
+
+A new table needs its compact-code centroids before an index can be built with it:
+`scripts/train_dense_codebook.py --corpus DIR ... --table OUT` (the notebook's last step).
 """
 
 from __future__ import annotations

@@ -1,7 +1,11 @@
-"""The dense side: 8-bit codes written with numpy alone, scanned by FAISS at query time."""
+"""The dense side: 8-bit and 4-bit compact codes written with numpy alone; candidates found by
+the compact codes (FAISS's fast scan in a long-lived process, numpy in a one-shot one, the
+same rows either way) and ranked by the 8-bit codes read from the segment files."""
 
 from __future__ import annotations
 
+import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -11,18 +15,43 @@ import numpy as np
 import pytest
 
 from indexer import Index, build_index
-from indexer.index import dense
+from indexer.errors import IndexerError
+from indexer.index import dense_pq, dense_view
 from indexer.index.build import update_index
-from indexer.index.dense import CodeScan, DenseIndex, decode, encode
+from indexer.index.code_scan import candidates
+from indexer.index.dense import Codec, DenseIndex, decode, encode, similarities
+from indexer.index.dense_view import FastScan
 from indexer.index.store import current_generation
 from indexer.index.vectors import StaticVectors
 
-from .conftest import PYTHON_BILLING, PYTHON_NET, MakeRepo, commit_all, write_files
+from .conftest import (
+    PYTHON_BILLING,
+    PYTHON_NET,
+    MakeRepo,
+    commit_all,
+    live_segment,
+    run_cli,
+    write_files,
+)
 
 
 def unit_vectors(n: int, dim: int, seed: int = 0) -> np.ndarray:
     x = np.random.default_rng(seed).standard_normal((n, dim)).astype(np.float32)
     return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+
+def chunk_like(table: StaticVectors, n: int, seed: int, words: int = 6) -> np.ndarray:
+    """Unit vectors made as chunk vectors are: weighted means of a few table rows."""
+    rng = np.random.default_rng(seed)
+    ids = rng.integers(0, len(table.scales), (n, words))
+    rows = table.vectors[ids.ravel()].astype(np.float32) * table.scales[ids.ravel(), None]
+    x = (rows.reshape(n, words, -1) * rng.random((n, words, 1), dtype=np.float32)).sum(axis=1)
+    return (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
+
+
+@pytest.fixture(scope="module")
+def table() -> StaticVectors:
+    return StaticVectors.load()
 
 
 def faiss_sq8(ranges: np.ndarray) -> faiss.IndexScalarQuantizer:
@@ -35,59 +64,188 @@ def faiss_sq8(ranges: np.ndarray) -> faiss.IndexScalarQuantizer:
 
 
 def test_codes_are_faiss_scalar_quantizer_codes_bit_for_bit() -> None:
-    """numpy's encoding is FAISS QT_8bit's with the same ranges (clipping included), and
-    decoding gives FAISS's reconstruction."""
+    """numpy's encoding is FAISS QT_8bit's with the same ranges (clipping included), decoding
+    gives FAISS's reconstruction, and the similarities are FAISS's scan's."""
     x = unit_vectors(3000, 64)
     ranges = (np.abs(x).max(axis=0) * 0.8).astype(np.float32)  # some values clip
     reference = faiss_sq8(ranges)
     np.testing.assert_array_equal(encode(x, ranges), reference.sa_encode(x))
     codes = encode(x, ranges)
     np.testing.assert_allclose(decode(codes, ranges), reference.sa_decode(codes), atol=1e-6)
+    reference.add(x)
+    query = unit_vectors(1, 64, seed=9)
+    sims, rows = reference.search(query, 3000)
+    np.testing.assert_allclose(similarities(codes, ranges, query)[rows[0]], sims[0], atol=1e-5)
 
 
-def test_scan_returns_the_exact_nearest_codes() -> None:
-    """The FAISS scan over the codes ranks rows exactly as inner products of the decoded
-    vectors do, and `DenseIndex` round-trips through its files."""
-    x = unit_vectors(5000, 32, seed=1)
-    ranges = np.abs(x).max(axis=0).astype(np.float32)
-    dense = DenseIndex.build(x, ranges)
-    scan = CodeScan(dense.ntotal, ranges, ((slice(a, a + len(c)), c) for a, c in dense.blocks(700)))
-    query = unit_vectors(1, 32, seed=2)[0]
-    sims, rows = scan.search(query, 50)
-    exact = decode(dense.codes, ranges) @ query
-    np.testing.assert_array_equal(rows, np.argsort(-exact, kind="stable")[:50])
-    np.testing.assert_allclose(sims, exact[rows], rtol=1e-4, atol=1e-5)
+def test_compact_codes_are_the_nearest_centroids(table: StaticVectors) -> None:
+    """The compact code of a row is the nearest centroid of each group of its decoded vector
+    (a float64 brute force and FAISS's ProductQuantizer agree), whatever the rows it is
+    encoded with: an update encodes a file's rows alone, a full build with thousands."""
+    x = chunk_like(table, 4000, seed=1)
+    ranges = table.quantizer_ranges()
+    assert table.pq_centroids is not None
+    centroids = table.pq_centroids
+    codes = encode(x, ranges)
+    packed = dense_pq.encode(codes, ranges, centroids)
+    assert packed.shape == (table.dim // 8, len(x)) and packed.dtype == np.uint8
+
+    order = dense_pq.subspace_order(table.dim)
+    grouped = decode(codes, ranges)[:, order].astype(np.float64).reshape(len(x), -1, 1, 4)
+    nearest = ((grouped - centroids.astype(np.float64)[None]) ** 2).sum(axis=3).argmin(axis=2)
+    np.testing.assert_array_equal(packed[:, :].T, nearest[:, 0::2] | (nearest[:, 1::2] << 4))
+
+    pq = faiss.ProductQuantizer(table.dim, table.dim // 4, 4)
+    faiss.copy_array_to_vector(centroids.ravel(), pq.centroids)
+    reference = pq.compute_codes(np.ascontiguousarray(decode(codes, ranges)[:, order]))
+    assert (reference != packed.T).mean() < 1e-4  # float32 near-ties at most
+
+    pieces = [dense_pq.encode(codes[a : a + 37], ranges, centroids) for a in range(0, 4000, 37)]
+    np.testing.assert_array_equal(np.concatenate(pieces, axis=1), packed)
 
 
-def test_saved_codes_load_memory_mapped(tmp_path: Path) -> None:
-    x = unit_vectors(100, 16, seed=3)
-    ranges = np.abs(x).max(axis=0).astype(np.float32)
-    DenseIndex.build(x, ranges).save(tmp_path)
-    loaded = DenseIndex.load(tmp_path, 100)
-    assert isinstance(loaded.codes, np.memmap)
-    np.testing.assert_array_equal(loaded.codes, encode(x, ranges))
-    blocks = [c for _, c in loaded.blocks(30)]
-    np.testing.assert_array_equal(np.concatenate(blocks), loaded.codes)
+def test_compact_scores_are_inner_products_with_the_centroids(table: StaticVectors) -> None:
+    """A row's score is the query's inner product with the centroids its code names (what
+    FAISS's IndexPQ computes), and does not depend on which other rows are scored."""
+    assert table.pq_centroids is not None
+    x = chunk_like(table, 500, seed=2)
+    packed = dense_pq.encode(
+        encode(x, table.quantizer_ranges()), table.quantizer_ranges(), table.pq_centroids
+    )
+    query = chunk_like(table, 1, seed=3)[0]
+    lut = dense_pq.tables(query, table.pq_centroids)
+    scores = dense_pq.scores(packed, lut)
+    expected = dense_pq.decode(packed, table.pq_centroids) @ query
+    np.testing.assert_allclose(scores, expected, atol=1e-5)
+    some = np.array([7, 3, 499, 3])
+    np.testing.assert_array_equal(dense_pq.scores(packed[:, some], lut), scores[some])
+
+
+def test_top_breaks_ties_by_row() -> None:
+    values = np.array([1.0, 3.0, 2.0, 3.0, 2.0, 2.0], dtype=np.float32)
+    rows = np.array([10, 11, 15, 9, 12, 14])
+    kept, kept_rows = dense_pq.top(values, rows, 3)
+    pairs = sorted(zip(kept_rows.tolist(), kept.tolist(), strict=True))
+    assert pairs == [(9, 3.0), (11, 3.0), (12, 2.0)]
+
+
+def test_saved_codes_load_memory_mapped_and_read_by_rows(
+    tmp_path: Path, table: StaticVectors
+) -> None:
+    x = chunk_like(table, 3000, seed=4)
+    codec = Codec(table.quantizer_ranges(), table.pq_centroids)
+    built = DenseIndex.build(x, codec)
+    built.save(tmp_path)
+    loaded = DenseIndex.load(tmp_path, 3000)
+    assert isinstance(loaded.codes, np.memmap) and isinstance(loaded.compact, np.memmap)
+    np.testing.assert_array_equal(loaded.codes, built.codes)
+    np.testing.assert_array_equal(loaded.compact_copy(), built.compact)
+    rows = np.sort(np.random.default_rng(5).choice(3000, 700))  # runs, gaps, duplicates
+    for some in (rows, rows[:1], rows[-5:], np.arange(3000)):
+        np.testing.assert_array_equal(loaded.rows(some), built.codes[some])
+    np.testing.assert_array_equal(
+        loaded.reconstruct(rows[::-1]), decode(built.codes[rows[::-1]], codec.ranges)
+    )
+    with pytest.raises(IndexerError, match="damaged"):
+        _ = DenseIndex.load(tmp_path, 2999).codes
 
 
 def test_writing_a_segment_does_not_import_faiss(tmp_path: Path) -> None:
-    """An update's process writes codes with numpy alone (importing FAISS costs ~100 ms)."""
+    """An update's process writes both codes with numpy alone (importing FAISS costs ~100 ms)."""
     code = (
         "import sys\n"
         "from pathlib import Path\n"
         "import numpy as np\n"
-        "from indexer.index.dense import DenseIndex\n"
+        "from indexer.index.dense import Codec, DenseIndex\n"
+        "from indexer.index.vectors import StaticVectors\n"
         "from indexer.index import writer, update\n"
-        "x = np.eye(8, dtype=np.float32)\n"
-        "DenseIndex.build(x, np.ones(8, dtype=np.float32)).save(Path(sys.argv[1]))\n"
+        "t = StaticVectors.load()\n"
+        "x = np.eye(t.dim, dtype=np.float32)\n"
+        "DenseIndex.build(x, Codec(t.quantizer_ranges(), t.pq_centroids)).save(Path(sys.argv[1]))\n"
         "assert 'faiss' not in sys.modules, 'faiss was imported'\n"
     )
     subprocess.run([sys.executable, "-c", code, str(tmp_path)], check=True)
 
 
+def test_fast_scan_and_numpy_scan_choose_the_same_candidates(table: StaticVectors) -> None:
+    """The long-lived process's candidates (FAISS fast scan, rescored) are the one-shot numpy
+    scan's, and ranked by their 8-bit codes they hold nearly all of the exact top rows."""
+    assert table.pq_centroids is not None
+    n, count, k = 30000, 1000, 200
+    x = chunk_like(table, n, seed=6)
+    codec = Codec(table.quantizer_ranges(), table.pq_centroids)
+    dense = DenseIndex.build(x, codec)
+    assert dense.compact is not None
+    halves = [
+        (slice(0, 12345), dense.compact[:, :12345]),
+        (slice(12345, n), dense.compact[:, 12345:]),
+    ]
+    fast = FastScan(n, codec.centroids, iter(halves))
+    recall = []
+    for query in chunk_like(table, 12, seed=7):
+        lut = dense_pq.tables(query, table.pq_centroids)
+        mine = candidates([(dense, None)], lut, count)
+        assert len(mine) == count
+        np.testing.assert_array_equal(np.sort(fast.candidates(query, lut, count)), np.sort(mine))
+        exact = similarities(dense.codes, codec.ranges, query)
+        best = mine[np.argsort(-exact[mine], kind="stable")[:k]]
+        recall.append(len(np.intersect1d(best, np.argsort(-exact, kind="stable")[:k])) / k)
+    assert np.mean(recall) > 0.8, recall  # random bags of words: harder than real chunks
+
+
+def many_functions(files: int = 40, per_file: int = 8) -> dict[str, str | bytes]:
+    """A repository of a few hundred chunks with varied words."""
+    words = json.loads(
+        (Path(__file__).resolve().parents[1] / "artifacts/static_vectors/vocab.json").read_text()
+    )
+    words = [w for w in words[:6000] if w.isalpha() and w.isascii()]
+    rng = np.random.default_rng(8)
+    out: dict[str, str | bytes] = {}
+    for f in range(files):
+        body = []
+        for i in range(per_file):
+            a, b, *doc = rng.choice(words, 8).tolist()
+            body.append(f'def {a}_{b}_{i}(value):\n    """{" ".join(doc)}."""\n    return value\n')
+        out[f"pkg/mod_{f:02d}.py"] = "\n\n".join(body)
+    return out
+
+
+def test_candidates_search_over_segments_equals_a_full_build(
+    make_repo: MakeRepo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With fewer candidates than rows (the compact codes choose), an update's segments give
+    the neighbours and similarities of a full build, the similarities are the 8-bit codes'
+    own, and a one-shot process gives what the long-lived one does."""
+    monkeypatch.setattr(dense_view, "CANDIDATE_FACTOR", 2)
+    repo = make_repo(many_functions())
+    build_index(repo, index_dir=tmp_path / "inc", progress=False)
+    write_files(
+        repo, {"pkg/mod_03.py": "def total(items):\n    return sum(items)\n", "net.py": PYTHON_NET}
+    )
+    commit_all(repo, "two")
+    update_index(repo, index_dir=tmp_path / "inc", progress=False)
+    build_index(repo, index_dir=tmp_path / "full", progress=False)
+    inc = Index(current_generation(tmp_path / "inc"))
+    full = Index(current_generation(tmp_path / "full"))
+    shot = Index(current_generation(tmp_path / "inc"))
+    shot.one_shot = True  # as the CLI opens it: the numpy scan
+    assert len(inc.manifest["segments"]) == 2 and len(full) > 4 * 10
+    for text in ("open a tcp connection with retries", "sum of items", "value returned"):
+        query = inc.vectors.embed(text)
+        sims, rows = full.dense.search(query, 10)
+        for other in (inc, shot):
+            for a, b in zip(other.dense.search(query, 10), (sims, rows), strict=True):
+                np.testing.assert_array_equal(a, b)
+        (segment,) = full.space.segments
+        exact = similarities(np.asarray(segment.dense.codes), full.dense.ranges, query)
+        np.testing.assert_array_equal(sims, exact[rows])
+        assert list(rows) == sorted(rows.tolist(), key=lambda r: (-exact[r], r))
+    assert "faiss" in sys.modules and "_fast" not in shot.dense.__dict__
+
+
 def test_search_over_segments_equals_the_merged_index(make_repo: MakeRepo, tmp_path: Path) -> None:
-    """Several segments (an update, deleted rows) are scanned as one table in row order: the
-    same neighbours and similarities as a full build of the same commit."""
+    """Several segments (an update, deleted rows), every row a candidate: the same neighbours
+    and similarities as a full build of the same commit."""
     repo = make_repo({"billing.py": PYTHON_BILLING, "docs/notes.md": "# Notes\n\nBilling.\n"})
     build_index(repo, index_dir=tmp_path / "inc", progress=False)
     changed = "def total(items):\n    return sum(items)\n"
@@ -105,25 +263,41 @@ def test_search_over_segments_equals_the_merged_index(make_repo: MakeRepo, tmp_p
             np.testing.assert_array_equal(a, b)
 
 
-def test_coarse_scan_ranks_its_candidates_by_the_full_codes(
-    monkeypatch: pytest.MonkeyPatch,
+def test_a_table_without_centroids_builds_nothing_and_scans_exactly_in_memory(
+    make_repo: MakeRepo, tmp_path: Path, table: StaticVectors
 ) -> None:
-    """Above COARSE_ROWS, candidates come from the leading dimensions and are ranked by their
-    full codes: best first by (similarity, row), the similarities those of the full codes."""
-    monkeypatch.setattr(dense, "COARSE_ROWS", 1000)
-    x = unit_vectors(4000, 128, seed=4)
-    ranges = np.abs(x).max(axis=0).astype(np.float32)
-    codes = encode(x, ranges)
-    scan = CodeScan(len(codes), ranges, iter([(slice(0, len(codes)), codes)]))
-    assert scan.coarse is not None
-    query = x[7] + 0.1 * unit_vectors(1, 128, seed=5)[0]
-    sims, rows = scan.search(query, 20)
-    full = decode(codes, ranges) @ query
-    np.testing.assert_allclose(sims, full[rows], rtol=1e-5, atol=1e-6)
-    assert list(rows) == sorted(rows.tolist(), key=lambda r: (-full[r], r))
-    assert rows[0] == 7  # the query's own vector is found
-    exact = np.argsort(-full, kind="stable")[:20]
-    assert len(np.intersect1d(rows, exact)) >= 10  # isotropic data: the worst case
-    # Asked for as many as the coarse pass would return, the scan is exact.
-    sims, rows = scan.search(query, len(codes))
-    np.testing.assert_array_equal(np.sort(rows), np.arange(len(codes)))
+    bare = StaticVectors(table.vocab, table.vectors, table.scales, table.weights, table.card)
+    bare.save(tmp_path / "bare")
+    assert not (tmp_path / "bare" / dense_pq.CENTROIDS_FILE).exists()
+    repo = make_repo({"billing.py": PYTHON_BILLING})
+    env = {"INDEXER_VECTORS": str(tmp_path / "bare")}
+    done = subprocess.run(
+        [sys.executable, "-m", "indexer", "build"],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        env={**os.environ, **env},
+        timeout=300,
+    )
+    assert done.returncode == 2 and "train_dense_codebook" in done.stderr
+    assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1
+    exact = DenseIndex.build(chunk_like(table, 50, seed=9), Codec(table.quantizer_ranges(), None))
+    assert exact.compact is None and exact.codec().centroids is None
+
+
+def test_a_format_4_index_asks_for_a_rebuild(sample_repo: Path) -> None:
+    """A segment written before the compact codes (format 4) is refused with how to rebuild."""
+    assert run_cli("build", cwd=sample_repo).returncode == 0
+    segment = live_segment(sample_repo)
+    manifest = json.loads((segment / "segment.json").read_text())
+    manifest["format"] = 4
+    for name in ("dense_pq.npy", "dense_pq_centroids.npy"):
+        del manifest["artifacts"][name]
+        (segment / name).unlink()
+    (segment / "segment.json").write_text(json.dumps(manifest))
+    done = run_cli("search", "invoice", cwd=sample_repo)
+    assert (
+        done.returncode == 2 and "indexer build" in done.stderr and "Traceback" not in done.stderr
+    )
+    assert run_cli("build", cwd=sample_repo).returncode == 0
+    assert run_cli("search", "format_money", cwd=sample_repo).returncode == 0

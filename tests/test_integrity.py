@@ -218,7 +218,16 @@ def test_verify_finds_same_size_changes_and_forged_checksums(sample_repo: Path) 
 
 
 @pytest.mark.parametrize(
-    "name", ["bm25_terms.txt", "symbols.txt", "file_paths.txt", "chunk_fids.npy"]
+    "name",
+    [
+        "bm25_terms.txt",
+        "symbols.txt",
+        "file_paths.txt",
+        "chunk_fids.npy",
+        "dense_codes.npy",
+        "dense_pq.npy",
+        "dense_pq_centroids.npy",
+    ],
 )
 def test_damaged_files_are_one_line_errors(sample_repo: Path, name: str) -> None:
     assert run_cli("build", cwd=sample_repo).returncode == 0

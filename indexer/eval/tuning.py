@@ -19,7 +19,7 @@ from typing import Any
 
 from ..api import Index
 from ..errors import IndexerError
-from ..index.dense import DenseIndex
+from ..index.dense import Codec, DenseIndex
 from ..index.dense_view import DenseView
 from ..index.tokens import code_terms, path_terms
 from ..index.vectors import StaticVectors
@@ -57,7 +57,8 @@ def with_vectors(index: Index, table: StaticVectors, documents: Sequence[Sequenc
     FAISS index type) at a fraction of the cost: chunking and BM25 are reused.
     """
     view = Index(index.snapshot, index.fusion, vectors=table)
-    codes = DenseIndex.build(table.embed_many(documents), table.quantizer_ranges())
+    codec = Codec(table.quantizer_ranges(), table.pq_centroids)  # no centroids: exact scans
+    codes = DenseIndex.build(table.embed_many(documents), codec)
     view.__dict__["dense"] = DenseView(view.space, codes)
     return view
 

@@ -1,31 +1,41 @@
-"""Dense retrieval: chunk vectors as 8-bit codes, scanned by FAISS at query time.
+"""Dense retrieval: chunk vectors as 8-bit codes, and 4-bit compact codes to find candidates.
 
-On disk a segment's vectors are two plain arrays: `dense_codes.npy` (uint8, one row of `dim`
-codes per chunk, in row order) and `dense_ranges.npy` (float32 per-dimension half-width of the
-code range). The ranges are not trained on the corpus but come from the static vector table
-(`StaticVectors.quantizer_ranges`), so a vector's code does not depend on the other chunks:
-decoding and re-encoding a kept vector gives the same code, and an incremental update stays
-byte-identical to a full build. Encoding is numpy alone, bit for bit FAISS's `QT_8bit` scalar
-quantizer with those ranges, so writing a segment (an `indexer update`) never imports FAISS.
+On disk a segment's vectors are four plain arrays: `dense_codes.npy` (uint8, one row of `dim`
+codes per chunk, in row order), `dense_ranges.npy` (float32 per-dimension half-width of the
+code range), `dense_pq.npy` (uint8 compact codes, `dim / 8` bytes a row, stored one byte
+position after the other: indexer/index/dense_pq.py) and `dense_pq_centroids.npy` (what the
+compact codes stand for). Neither the ranges nor the centroids are trained on the corpus: both
+come with the static vector table (`StaticVectors.quantizer_ranges`, `pq_centroids`), so a
+vector's codes do not depend on the other chunks: decoding and re-encoding a kept vector gives
+the same codes, and an incremental update stays byte-identical to a full build. Encoding is
+numpy alone (the 8-bit codes bit for bit FAISS's `QT_8bit` scalar quantizer with those
+ranges), so writing a segment (an `indexer update`) never imports FAISS.
 
-The query side (indexer/index/dense_view.py `DenseView`) hands the codes of every live row, in
-global row order, to one FAISS `IndexScalarQuantizer` (SIMD scan of the codes as they are):
-one scan per query whatever the number of segments. Cosine = inner product of unit vectors.
+The query side (indexer/index/dense_view.py `DenseView`) finds candidates by the compact codes
+and ranks them by the 8-bit codes, read from the segment files (`DenseIndex.rows`): the
+similarities a search returns are always the stored codes' cosines (inner products of unit
+vectors).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+import weakref
+from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
+from . import dense_pq
+
 CODES = "dense_codes.npy"
 RANGES = "dense_ranges.npy"
-FILES = (CODES, RANGES)
+COMPACT = "dense_pq.npy"
+CENTROIDS = "dense_pq_centroids.npy"
+FILES = (CODES, RANGES, COMPACT, CENTROIDS)
 LEVELS = np.float32(255.0)  # QT_8bit: codes 0..255
+RUN_GAP = 16  # rows: wanted rows closer than this are read with one pread (4 KB)
 
 
 def faiss_id(chunk_id: str) -> int:
@@ -51,138 +61,214 @@ def decode(codes: np.ndarray, ranges: np.ndarray) -> np.ndarray:
     return np.asarray(-ranges.astype(np.float32) + unit * vdiff, dtype=np.float32)
 
 
-class DenseIndex:
-    """One segment's codes (memory-mapped when read from disk) and their ranges."""
+@dataclass(frozen=True)
+class Codec:
+    """What codes are made with: the table's ranges, and its compact-code centroids (None: no
+    compact codes, every search scans exactly; only in memory, for a table without them)."""
 
-    def __init__(self, codes: np.ndarray, ranges: np.ndarray) -> None:
-        self.codes = codes
-        self.ranges = np.asarray(ranges, dtype=np.float32)
+    ranges: np.ndarray
+    centroids: np.ndarray | None
+
+
+def similarities(codes: np.ndarray, ranges: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """Inner products of a query with the vectors of 8-bit codes: FAISS's `QT_8bit` arithmetic,
+    rearranged (x = vmin + (c + 0.5) / 255 * vdiff per dimension):
+
+        q . x = q . vmin + 0.5 * sum(w) + c . w,   w = q * vdiff / 255,
+
+    float32 like FAISS's, summed in another order (the same to ~1e-7)."""
+    q = np.asarray(query, dtype=np.float32).reshape(-1)
+    ranges = ranges.astype(np.float32)
+    w = (q * (2 * ranges) / LEVELS).astype(np.float32)
+    base = np.float32(np.dot(q, -ranges)) + np.float32(0.5) * w.sum()
+    out: np.ndarray = np.asarray(codes, dtype=np.float32) @ w
+    out += base
+    return out
+
+
+class DenseIndex:
+    """One segment's codes, ranges and compact codes. Read from disk, each array loads on first
+    use (the codes and compact codes memory-mapped): a one-shot search of 10 segments reads
+    one segment's ranges and centroids, and compares the others' by their digests."""
+
+    def __init__(
+        self,
+        codes: np.ndarray,
+        ranges: np.ndarray,
+        compact: np.ndarray | None = None,
+        centroids: np.ndarray | None = None,
+    ) -> None:
+        # In memory: the values stand in the instance dict, where the loaders' cache would be.
+        self.__dict__.update(
+            codes=codes,
+            ranges=np.asarray(ranges, dtype=np.float32),
+            compact=compact,  # (dim / 8, rows) uint8, or None with no centroids
+            centroids=centroids,
+        )
+        self.directory: Path | None = None
+        self.digests: dict[str, str] = {}
+        self.n_rows = int(codes.shape[0])
 
     @classmethod
-    def build(cls, vectors: np.ndarray, ranges: np.ndarray) -> DenseIndex:
-        """`ranges`: per-dimension half-width of the code range (values are clipped to it)."""
-        ranges = np.asarray(ranges, dtype=np.float32)
+    def load(cls, directory: Path, rows: int, digests: dict[str, str] | None = None) -> DenseIndex:
+        """A segment's codes in `directory`; `digests`: its files' sha256 (segment.json)."""
+        dense = cls.__new__(cls)
+        dense.directory, dense.digests, dense.n_rows = directory, dict(digests or {}), rows
+        return dense
+
+    def _load(self, name: str, mmap: bool) -> np.ndarray:
+        assert self.directory is not None
+        array: np.ndarray = np.load(
+            self.directory / name, allow_pickle=False, mmap_mode="r" if mmap else None
+        )
+        return array
+
+    def _damaged(self, name: str) -> Exception:
+        from ..errors import CorruptIndexError
+        from .integrity import REBUILD
+
+        return CorruptIndexError(f"index file {name} is damaged; {REBUILD}")
+
+    @cached_property
+    def ranges(self) -> np.ndarray:
+        ranges = self._load(RANGES, mmap=False)
+        if ranges.dtype != np.float32 or ranges.shape != (self.dim,):
+            raise self._damaged(RANGES)
+        return ranges
+
+    @cached_property
+    def codes(self) -> np.ndarray:
+        """Memory-mapped: a process reads only the pages it touches, and processes share them."""
+        codes = self._load(CODES, mmap=True)
+        if (
+            codes.dtype != np.uint8
+            or codes.ndim != 2
+            or codes.shape[0] != self.n_rows
+            or codes.shape[1] % 8
+            or not codes.shape[1]
+        ):
+            raise self._damaged(CODES)
+        return codes
+
+    @cached_property
+    def compact(self) -> np.ndarray | None:
+        compact = self._load(COMPACT, mmap=True)
+        if compact.dtype != np.uint8 or compact.shape != (self.dim // 8, self.n_rows):
+            raise self._damaged(COMPACT)
+        return compact
+
+    @cached_property
+    def centroids(self) -> np.ndarray | None:
+        centroids = self._load(CENTROIDS, mmap=False)
+        if not dense_pq.valid_codebook(centroids, self.dim):
+            raise self._damaged(CENTROIDS)
+        return centroids
+
+    def same_codec(self, other: DenseIndex) -> bool:
+        """Made with the same ranges and centroids (stored files: by their digests)."""
+        if all(self.digests.get(n) and other.digests.get(n) for n in (RANGES, CENTROIDS)):
+            return all(self.digests[n] == other.digests[n] for n in (RANGES, CENTROIDS))
+        a, b = self.centroids, other.centroids
+        same = a is b or (a is not None and b is not None and np.array_equal(a, b))
+        return same and np.array_equal(self.ranges, other.ranges)
+
+    @classmethod
+    def build(cls, vectors: np.ndarray, codec: Codec) -> DenseIndex:
+        """Vectors' codes; values outside the ranges are clipped to them."""
+        ranges = np.asarray(codec.ranges, dtype=np.float32)
         vectors = np.asarray(vectors, dtype=np.float32).reshape(-1, len(ranges))
-        return cls(encode(vectors, ranges), ranges)
+        codes = encode(vectors, ranges)
+        if codec.centroids is None:
+            return cls(codes, ranges)
+        return cls(codes, ranges, dense_pq.encode(codes, ranges, codec.centroids), codec.centroids)
 
     @property
     def ntotal(self) -> int:
-        return int(self.codes.shape[0])
+        return self.n_rows
 
     @property
     def dim(self) -> int:
-        return int(self.ranges.shape[0])
+        return int(self.codes.shape[1])
 
     def stored(self) -> np.ndarray:
         """fp16 vectors in row order, decoded from the codes."""
         return decode(self.codes, self.ranges).astype(np.float16)
 
-    def code_ranges(self) -> np.ndarray:
-        """The per-dimension ranges the codes were made with (`build`'s `ranges`)."""
-        return self.ranges
+    def codec(self) -> Codec:
+        """What the codes were made with (`build`'s codec)."""
+        return Codec(self.ranges, self.centroids)
 
     def reconstruct(self, rows: np.ndarray) -> np.ndarray:
         """Decoded vectors of local rows."""
-        return decode(self.codes[np.asarray(rows, dtype=np.int64)], self.ranges)
+        rows = np.asarray(rows, dtype=np.int64)
+        order = np.argsort(rows, kind="stable")
+        out = np.empty((len(rows), self.dim), dtype=np.float32)
+        out[order] = decode(self.rows(rows[order]), self.ranges)
+        return out
 
-    def blocks(self, rows: int = 16384) -> Iterator[tuple[int, np.ndarray]]:
-        """(first row, codes) of consecutive blocks of rows. Read from the file, not through
-        the memory map, when the codes are on disk: a map would leave every page resident."""
-        codes = self.codes
-        path = getattr(codes, "filename", None)
+    @cached_property
+    def file(self) -> tuple[int, int] | None:
+        """(descriptor, offset of row 0) of the codes' file; None for codes in memory."""
+        path = getattr(self.codes, "filename", None)
         if path is None:
-            for start in range(0, self.ntotal, rows):
-                yield start, np.asarray(codes[start : start + rows])
-            return
-        width = self.dim
+            return None
+        fd = os.open(path, os.O_RDONLY)
+        weakref.finalize(self, os.close, fd)
+        return fd, int(getattr(self.codes, "offset", 0))
+
+    def rows(self, rows: np.ndarray) -> np.ndarray:
+        """The 8-bit codes of local rows in ascending order (`read_rows`)."""
+        rows = np.asarray(rows, dtype=np.int64)
+        where = self.file
+        if where is None:
+            return np.asarray(self.codes[rows], dtype=np.uint8).reshape(len(rows), self.dim)
+        return read_rows([where], self.dim, np.zeros(len(rows), dtype=np.int64), rows)
+
+    def compact_copy(self) -> np.ndarray | None:
+        """The compact codes as an array of their own, read from the file (not the map)."""
+        compact = self.compact
+        path = getattr(compact, "filename", None)
+        if compact is None or path is None:
+            return None if compact is None else np.asarray(compact)
         with open(path, "rb") as fh:
-            fh.seek(int(getattr(codes, "offset", 0)))
-            for start in range(0, self.ntotal, rows):
-                count = min(rows, self.ntotal - start)
-                block = np.fromfile(fh, dtype=np.uint8, count=count * width)
-                yield start, block.reshape(count, width)
+            fh.seek(int(getattr(compact, "offset", 0)))
+            data = np.fromfile(fh, dtype=np.uint8, count=compact.size)
+        return data.reshape(compact.shape)
 
     def save(self, directory: Path) -> None:
+        assert self.compact is not None and self.centroids is not None  # the writer's codec
         np.save(directory / CODES, np.ascontiguousarray(self.codes, dtype=np.uint8))
         np.save(directory / RANGES, self.ranges)
-
-    @classmethod
-    def load(cls, directory: Path, rows: int) -> DenseIndex:
-        """Memory-mapped: a process reads only the pages it touches, and processes share them."""
-        from ..errors import CorruptIndexError
-        from .integrity import REBUILD
-
-        ranges = np.load(directory / RANGES, allow_pickle=False)
-        codes = np.load(directory / CODES, allow_pickle=False, mmap_mode="r")
-        if (
-            ranges.ndim != 1
-            or ranges.dtype != np.float32
-            or codes.dtype != np.uint8
-            or codes.shape != (rows, len(ranges))
-        ):
-            raise CorruptIndexError(f"index file {CODES} is damaged; {REBUILD}")
-        return cls(codes, ranges)
+        np.save(directory / COMPACT, np.ascontiguousarray(self.compact, dtype=np.uint8))
+        np.save(directory / CENTROIDS, np.asarray(self.centroids, dtype=np.float32))
 
 
-# Above this many rows a query first scans the leading COARSE_DIMS codes of every row (a quarter
-# of the bytes) for COARSE_FACTOR x k candidates, then ranks those by their full codes: the scan
-# that grows with the corpus reads a quarter as much (docs/benchmarks.md: the recall it costs).
-COARSE_ROWS = int(os.environ.get("INDEXER_DENSE_COARSE_ROWS", "20000"))
-COARSE_DIMS = 96
-COARSE_FACTOR = 3
+def read_rows(
+    files: list[tuple[int, int]], width: int, part: np.ndarray, rows: np.ndarray
+) -> np.ndarray:
+    """Rows of `width` bytes from files of codes, (part, row) in ascending order: one `pread`
+    per run of nearby rows of a file, not through the memory map (a map would keep every page
+    a search ever touched resident in a long-lived process)."""
+    if not len(rows):
+        return np.zeros((0, width), dtype=np.uint8)
+    from ..errors import CorruptIndexError
+    from .integrity import REBUILD
 
-
-def _sq8(ranges: np.ndarray, n: int) -> tuple[Any, np.ndarray]:
-    """An empty FAISS QT_8bit index over n rows with these ranges, and a numpy view of its codes
-    to fill in place (no second copy of the table in memory)."""
-    import faiss
-
-    dim = len(ranges)
-    index = faiss.IndexScalarQuantizer(
-        dim, faiss.ScalarQuantizer.QT_8bit, faiss.METRIC_INNER_PRODUCT
+    cut = np.flatnonzero((np.diff(rows) > RUN_GAP) | (np.diff(part) != 0)) + 1
+    heads = np.concatenate([[0], cut])
+    first = rows[heads]
+    sizes = (rows[np.concatenate([cut - 1, [len(rows) - 1]])] - first + 1) * width
+    of_run = part[heads]
+    fds = np.array([fd for fd, _ in files], dtype=np.int64)[of_run].tolist()
+    offsets = (np.array([at for _, at in files], dtype=np.int64)[of_run] + first * width).tolist()
+    pread = os.pread
+    data = b"".join(
+        [pread(fd, n, at) for fd, n, at in zip(fds, sizes.tolist(), offsets, strict=True)]
     )
-    trained = np.concatenate([-ranges, 2 * ranges]).astype(np.float32)  # (vmin, vdiff)
-    faiss.copy_array_to_vector(trained, index.sq.trained)
-    index.is_trained = True
-    if not n:
-        return index, np.zeros((0, dim), dtype=np.uint8)
-    index.codes.resize(n * dim)
-    index.ntotal = n
-    return index, np.asarray(faiss.rev_swig_ptr(index.codes.data(), n * dim)).reshape(n, dim)
-
-
-class CodeScan:
-    """Codes of many rows in one FAISS scalar-quantizer index: `search` scans them with FAISS's
-    SIMD kernel and returns positions in `codes`' row order. Exact up to COARSE_ROWS rows; above,
-    a coarse scan of the leading dimensions picks the candidates the full codes rank."""
-
-    def __init__(self, n: int, ranges: np.ndarray, fill: Iterator[tuple[Any, np.ndarray]]) -> None:
-        """`fill`: (positions, codes of those positions) pairs that cover all n positions."""
-        import faiss
-
-        # One query at a time: OpenMP thread start-up costs more than the scan itself.
-        faiss.omp_set_num_threads(1)
-        self.index, self.codes = _sq8(ranges, n)  # codes: a view of the index's, row by row
-        for positions, codes in fill:
-            self.codes[positions] = codes
-        self.ranges = ranges
-        self.n = n
-        self.coarse: Any = None
-        if n > COARSE_ROWS and len(ranges) > COARSE_DIMS:
-            self.coarse, leading = _sq8(ranges[:COARSE_DIMS], n)
-            for start in range(0, n, 16384):
-                leading[start : start + 16384] = self.codes[start : start + 16384, :COARSE_DIMS]
-
-    def search(self, query: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-        """(similarities, rows) of the k nearest rows, best first by (similarity, row); rows of
-        -1 are padding."""
-        q = np.asarray(query, dtype=np.float32).reshape(1, -1)
-        wide = COARSE_FACTOR * k
-        if self.coarse is None or wide >= self.n:
-            sims, rows = self.index.search(q, min(k, self.n))
-            return sims[0], rows[0]
-        _, found = self.coarse.search(np.ascontiguousarray(q[:, :COARSE_DIMS]), wide)
-        rows = found[0][found[0] >= 0]
-        sims = decode(self.codes[rows], self.ranges) @ q[0]
-        best = np.lexsort((rows, -sims))[:k]
-        return sims[best], rows[best]
+    if len(data) != int(sizes.sum()):
+        raise CorruptIndexError(f"index file {CODES} is truncated; {REBUILD}")
+    block = np.frombuffer(data, dtype=np.uint8).reshape(-1, width)
+    run_start = np.concatenate([[0], np.cumsum(sizes // width)[:-1]])
+    run = np.repeat(np.arange(len(first)), np.diff(np.concatenate([heads, [len(rows)]])))
+    picked: np.ndarray = block[run_start[run] + rows - first[run]]
+    return picked

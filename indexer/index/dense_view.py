@@ -1,7 +1,24 @@
-"""The vector side of a row space: one scan over the codes of every live row of its segments."""
+"""The vector side of a row space: candidates by compact codes, ranked by the 8-bit codes.
+
+A search for k rows takes the CANDIDATE_FACTOR x k live rows whose 4-bit compact codes score
+best (indexer/index/dense_pq.py), reads those rows' 8-bit codes from the segment files and
+returns the k best by their cosines, ordered by (similarity, row): the similarities are the
+stored codes' own, and ties do not depend on segment order. With fewer live rows than that,
+every row is a candidate (the search is exact).
+
+A long-lived process (`Index` in the MCP server, `indexer serve`, a notebook) holds the compact
+codes of every live row once, in global row order, in a FAISS `IndexPQFastScan` (4-bit SIMD
+lookups, ~0.2 ms for 38k rows): FAISS's top 2 x CANDIDATE_FACTOR x k rows are rescored exactly
+as the one-shot numpy scan (indexer/index/code_scan.py) scores every row, so both pick the same
+candidates (FAISS's 8-bit lookup tables ranked a true candidate at most 1.33x the count deep in
+the measurements; 351 real queries give identical results at 38k and 163k rows, see
+docs/benchmarks.md). Nothing else of the vectors is held: 32 bytes a row twice (ours and
+FAISS's), where a copy of the 8-bit codes was 256 plus a 96-byte coarse table.
+"""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from functools import cached_property
 from typing import Any
@@ -9,90 +26,150 @@ from typing import Any
 import numpy as np
 
 from ..errors import CorruptIndexError
-from .dense import CodeScan, DenseIndex, decode
+from . import dense_pq
+from .dense import Codec, DenseIndex, decode, read_rows, similarities
 from .integrity import REBUILD
 from .reader import RowSpace
 
+# Rows ranked by their 8-bit codes per row returned. At 3 (1,200 for the fusion's 400) the top
+# 400 holds 0.92-0.96 of the exact scan's at 163k chunks, the top 10 all of it, and the dev sets'
+# fused and dense recall equal the exact scan's (docs/benchmarks.md); the fetch of the 8-bit
+# codes grows with it. A large value makes every search exact.
+CANDIDATE_FACTOR = int(os.environ.get("INDEXER_DENSE_CANDIDATES", "3"))
+
+
+class FastScan:
+    """Compact codes of n rows, ours and in a FAISS fast-scan index: `candidates` returns the
+    same rows as code_scan.candidates over the same codes."""
+
+    def __init__(self, n: int, centroids: np.ndarray, fill: Iterator[tuple[Any, np.ndarray]]):
+        """`fill`: (positions, compact codes (dim / 8, len) of those positions) covering n."""
+        import faiss
+
+        # One query at a time: OpenMP thread start-up costs more than the scan itself.
+        faiss.omp_set_num_threads(1)
+        dim = centroids.shape[0] * dense_pq.SUB_DIMS
+        self.n = n
+        self.order = dense_pq.subspace_order(dim)
+        self.codes = np.empty((n, dim // 8), dtype=np.uint8)  # row by row, FAISS's layout
+        for positions, block in fill:
+            self.codes[positions] = block.T
+        plain = faiss.IndexPQ(dim, dim // dense_pq.SUB_DIMS, 4, faiss.METRIC_INNER_PRODUCT)
+        faiss.copy_array_to_vector(np.ascontiguousarray(centroids).ravel(), plain.pq.centroids)
+        plain.is_trained = True
+        if n:
+            plain.codes.resize(self.codes.size)
+            faiss.copy_array_to_vector(self.codes.ravel(), plain.codes)
+            plain.ntotal = n
+        # packs the codes into its own blocks (FAISS's stub lists another overload only)
+        self.index = faiss.IndexPQFastScan(plain)  # type: ignore[arg-type]
+        self.index.implem = 15  # one query at a time, reservoir: ~1.5x faster for 4000 rows
+
+    def candidates(self, query: np.ndarray, lut: np.ndarray, count: int) -> np.ndarray:
+        if 2 * count >= self.n:  # as many as the scan would return: score them all
+            rows = np.arange(self.n, dtype=np.int64)
+        else:
+            q = np.ascontiguousarray(np.asarray(query, dtype=np.float32)[self.order][None])
+            _, found = self.index.search(q, 2 * count)
+            rows = found[0][(found[0] >= 0) & (found[0] < self.n)]
+        return dense_pq.top(dense_pq.scores(self.codes[rows].T, lut), rows, count)[1]
+
 
 class DenseView:
-    """One FAISS scan over the codes of every live row, laid out in global row order when the
-    view is first searched: the cost of a query does not depend on the number of segments, and
-    deleted or masked rows are simply absent. Results are ordered by (similarity, row), so ties
-    do not depend on segment order."""
+    """Dense search over every live row of a row space (deleted or masked rows are absent)."""
 
     def __init__(
         self, space: RowSpace, whole: DenseIndex | None = None, one_shot: bool = False
     ) -> None:
         self.space = space
         self.whole = whole  # codes of every row of `space` in row order (a table swapped in)
-        # A process that answers one command scans the mapped codes with numpy instead
-        # (indexer/index/code_scan.py): no FAISS import, no copy.
+        # A process that answers one command scans the mapped compact codes with numpy
+        # instead (indexer/index/code_scan.py): no FAISS import, no copy.
         self.one_shot = one_shot
 
     @cached_property
-    def ranges(self) -> np.ndarray:
-        dense = [self.whole] if self.whole is not None else [s.dense for s in self.space.segments]
-        if not dense:
-            return np.zeros(0, dtype=np.float32)
-        if any(not np.array_equal(d.ranges, dense[0].ranges) for d in dense[1:]):
-            raise CorruptIndexError(f"segments of one index have different vector codes; {REBUILD}")
-        return dense[0].ranges
+    def parts(self) -> list[tuple[DenseIndex, np.ndarray | None]]:
+        """Each segment's codes with its local -> global row map (None: the identity)."""
+        if self.whole is not None:
+            return [(self.whole, None)]
+        return [(s.dense, self.space.local_to_global(i)) for i, s in enumerate(self.space.segments)]
 
     @cached_property
-    def _scan(self) -> CodeScan:
-        space = self.space
+    def codec(self) -> Codec:
+        denses = [dense for dense, _ in self.parts]
+        if not denses:
+            return Codec(np.zeros(0, dtype=np.float32), None)
+        if not all(denses[0].same_codec(other) for other in denses[1:]):
+            raise CorruptIndexError(f"segments of one index have different vector codes; {REBUILD}")
+        return denses[0].codec()
 
+    @property
+    def ranges(self) -> np.ndarray:
+        return self.codec.ranges
+
+    @cached_property
+    def _fast(self) -> FastScan:
         def fill() -> Iterator[tuple[Any, np.ndarray]]:
-            if self.whole is not None:
-                for start, codes in self.whole.blocks():
-                    yield slice(start, start + len(codes)), codes
-                return
-            for i, segment in enumerate(space.segments):
-                to_global = space.local_to_global(i)
-                for start, codes in segment.dense.blocks():
-                    if to_global is None:
-                        yield slice(start, start + len(codes)), codes
-                    else:
-                        rows = to_global[start : start + len(codes)]
-                        live = rows >= 0
-                        yield rows[live], codes[live]
+            for dense, to_global in self.parts:
+                block = dense.compact_copy()
+                if block is None or not block.shape[1]:
+                    continue
+                if to_global is None:
+                    yield slice(0, block.shape[1]), block
+                else:
+                    live = to_global >= 0
+                    yield to_global[live], block[:, live]
 
-        return CodeScan(space.n_rows, self.ranges, fill())
+        assert self.codec.centroids is not None
+        return FastScan(self.space.n_rows, self.codec.centroids, fill())
 
     def search(self, query: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         """(similarities, global rows) of the k nearest live rows, best first."""
-        if self.space.n_rows == 0 or k <= 0:
+        n = self.space.n_rows
+        if n == 0 or k <= 0:
             return np.zeros(0, dtype=np.float32), np.zeros(0, dtype=np.int64)
-        if self.one_shot and "_scan" not in self.__dict__:
-            from .code_scan import scan
+        codec = self.codec
+        q = np.asarray(query, dtype=np.float32).reshape(-1)
+        count = CANDIDATE_FACTOR * k
+        if codec.centroids is None or count >= n:
+            rows = np.arange(n, dtype=np.int64)
+        else:
+            lut = dense_pq.tables(q, codec.centroids)
+            if self.one_shot and "_fast" not in self.__dict__:
+                from .code_scan import candidates
 
-            parts: list[tuple[DenseIndex, np.ndarray | None]] = []
-            if self.whole is not None:
-                parts.append((self.whole, None))
-            for i, segment in enumerate(self.space.segments if self.whole is None else ()):
-                parts.append((segment.dense, self.space.local_to_global(i)))
-            return scan(parts, query, k)
-        sims, rows = self._scan.search(query, k)
-        valid = rows >= 0
-        sims, rows = sims[valid], rows[valid].astype(np.int64)
-        order = np.lexsort((rows, -sims))
-        return sims[order], rows[order]
+                rows = np.sort(candidates(self.parts, lut, count))
+            else:
+                rows = np.sort(self._fast.candidates(q, lut, count))
+        sims, rows = dense_pq.top(similarities(self._codes(rows), codec.ranges, q), rows, k)
+        best = np.lexsort((rows, -sims))
+        return sims[best], rows[best]
 
     def reconstruct(self, rows: np.ndarray) -> np.ndarray:
         """Stored (decoded) vectors of global rows."""
-        rows = np.asarray(rows, dtype=np.int64)
-        if "_scan" in self.__dict__ or not self.one_shot:
-            return decode(self._scan.codes[rows], self.ranges)
-        if self.whole is not None:
-            return decode(np.asarray(self.whole.codes[rows]), self.ranges)
-        if self.space.identity:
-            return self.space.segments[0].dense.reconstruct(rows)
-        out = np.zeros((len(rows), len(self.ranges)), dtype=np.float32)
-        cats = self.space.global_to_cat[rows]
-        seg = np.searchsorted(self.space.seg_offsets, cats, side="right") - 1
-        for i, segment in enumerate(self.space.segments):
-            mine = np.flatnonzero(seg == i)
+        return decode(self._codes(np.asarray(rows, dtype=np.int64)), self.ranges)
+
+    def _codes(self, rows: np.ndarray) -> np.ndarray:
+        """8-bit codes of global rows, read from the segments that hold them."""
+        space = self.space
+        if self.whole is not None or space.identity:
+            cats, part = rows, np.zeros(len(rows), dtype=np.int64)
+        else:
+            cats = space.global_to_cat[rows]
+            part = np.searchsorted(space.seg_offsets, cats, side="right") - 1
+            cats = cats - space.seg_offsets[part]
+        order = np.lexsort((cats, part))
+        width = len(self.ranges)
+        out = np.empty((len(rows), width), dtype=np.uint8)
+        if any(dense.dim != width for dense, _ in self.parts):
+            raise CorruptIndexError(f"segments of one index have different vector codes; {REBUILD}")
+        files = [dense.file for dense, _ in self.parts]
+        if all(f is not None for f in files):
+            where = [f for f in files if f is not None]
+            out[order] = read_rows(where, width, part[order], cats[order])
+            return out
+        for i, (dense, _) in enumerate(self.parts):  # some in memory (a working-tree overlay)
+            mine = order[part[order] == i]
             if len(mine):
-                local = cats[mine] - self.space.seg_offsets[i]
-                out[mine] = segment.dense.reconstruct(local)
+                out[mine] = dense.rows(cats[mine])
         return out

@@ -233,16 +233,15 @@ def overlaid(index: Index, state: OverlayState) -> Index:
     """`index` with the overlay's files as one in-memory segment in place of their committed
     rows: the reader (indexer/index/reader.py) lays them out in path order and scores them with
     the statistics of every live row, as if a generation held them."""
-    from .writer import FreshFile, assemble
+    from .writer import FreshFile, assemble, stored_ranges
 
     table = index.vectors
-    if index._parts and "_quantizer_ranges" not in table.__dict__:
-        # The codes' ranges are the table's, stored in every segment's FAISS index: read them
-        # there rather than recompute them from the whole table (the same numbers).
-        table.__dict__["_quantizer_ranges"] = index._parts[0][0].dense.code_ranges()
+    # The codec (the table's ranges and centroids) is stored in every segment: read it there
+    # rather than recompute the ranges from the whole table (the same numbers).
+    codec = stored_ranges(index._parts[0][0].dense) if index._parts else None
     time = int(index.manifest["commit_time"])  # uncommitted = as recent as the indexed commit
     files = [FreshFile(f.path, f.blob, f.language, time, f.entry) for f in state.files]
-    segment = assemble(list(files), table, {}) if files else None
+    segment = assemble(list(files), table, {}, codec) if files else None
     view = index.with_overlay(segment, state.masked)
     view.worktree = state
     view.committed = index

@@ -276,7 +276,8 @@ class Segment:
     @cached_property
     def dense(self) -> DenseIndex:
         assert self.directory is not None
-        return DenseIndex.load(self.directory, self.n_rows)
+        digests = {name: info.get("sha256") for name, info in self.manifest["artifacts"].items()}
+        return DenseIndex.load(self.directory, self.n_rows, digests)
 
     @cached_property
     def graph_facts(self) -> Mapping[str, dict[str, Any]]:

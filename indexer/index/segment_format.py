@@ -5,11 +5,11 @@ A segment holds, for its files in path order: the chunk store (one JSON metadata
 text of each chunk, with offsets and per-chunk digests), per-chunk columns (FAISS id, file,
 flags, symbol, kind, module-level names), the BM25 postings with RAW term frequencies and
 document lengths (scores need the statistics of every live segment, so they are computed at
-query time: indexer/index/lexical_view.py), the chunk vectors as 8-bit codes
-(indexer/index/dense.py), and the files' graph facts. Tables with one entry per chunk, file or
-term are .npy arrays or newline-separated text columns (memory-mapped, read lazily), never
-per-entry JSON. `segment.json` lists every file with its size and sha256; loading never
-executes code (no pickle).
+query time: indexer/index/lexical_view.py), the chunk vectors as 8-bit codes and 4-bit
+compact codes (indexer/index/dense.py), and the files' graph facts. Tables with one entry per
+chunk, file or term are .npy arrays or newline-separated text columns (memory-mapped, read
+lazily), never per-entry JSON. `segment.json` lists every file with its size and sha256;
+loading never executes code (no pickle).
 """
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ from .dense import FILES as DENSE_FILES
 from .graph.facts import FACTS_FILE_NAMES
 from .integrity import REBUILD
 
-# 4: vectors as plain uint8 codes (dense_codes.npy), no FAISS file; 5: each text column's line
-# starts beside it (`<column>_lines.npy`), so opening one scans nothing
+# 4: vectors as plain uint8 codes (dense_codes.npy), no FAISS file; 5: + 4-bit compact codes
+# (dense_pq.npy), and each text column's line starts beside it (`<column>_lines.npy`)
 SEGMENT_FORMAT = 5
 SEGMENT_MANIFEST = "segment.json"
 TEXTS = "texts_z.bin"  # chunk texts, one zlib block per file (code compresses ~5x)

@@ -17,13 +17,12 @@ import os
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from ..errors import IndexerError
+from .dense import Codec
 from .store import SEGMENTS, SegmentWriter, new_name
 from .vectors import StaticVectors
 from .workers import release_memory
-from .writer import BuiltFile, CopiedFile, FreshFile, assemble
+from .writer import BuiltFile, CopiedFile, FreshFile, assemble, table_codec
 
 # ~6-8 KiB of main-process memory per chunk while its segment is assembled and written: a
 # 16k-chunk segment keeps the collector near 150 MiB; sympy 1.5 (38.7k chunks) makes 3.
@@ -50,10 +49,10 @@ class SegmentStream:
     """Collects finished files and writes a segment each time they hold `limit` chunks."""
 
     def __init__(
-        self, index_dir: Path, table: StaticVectors, ranges: np.ndarray | None, limit: int
+        self, index_dir: Path, table: StaticVectors, ranges: Codec | None, limit: int
     ) -> None:
         self.index_dir, self.table, self.limit = index_dir, table, limit
-        self.ranges = table.quantizer_ranges() if ranges is None else ranges
+        self.ranges = table_codec(table) if ranges is None else ranges
         self.pending: list[BuiltFile] = []
         self.pending_chunks = 0
         self.writers: list[SegmentWriter] = []

@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import IndexerError
+from .dense_pq import CENTROIDS_FILE, valid_codebook
 from .tokens import code_terms
 
 TABLE_FILES = ("vocab.json", "vectors.npy", "scales.npy", "weights.npy", "card.json")
@@ -106,6 +107,9 @@ class StaticVectors:
     scales: np.ndarray  # float32 (V,)
     weights: np.ndarray  # float32 (V,)
     card: dict[str, object]
+    # (D / 4, 16, 4) float32 centroids of the compact dense codes (indexer/index/dense_pq.py),
+    # trained offline for this table; None: the table has none (searches scan exactly)
+    pq_centroids: np.ndarray | None = None
 
     @property
     def dim(self) -> int:
@@ -120,6 +124,9 @@ class StaticVectors:
             scales = np.load(directory / "scales.npy", allow_pickle=False)
             weights = np.load(directory / "weights.npy", allow_pickle=False)
             card = json.loads((directory / "card.json").read_text(encoding="utf-8"))
+            centroids = None
+            if (directory / CENTROIDS_FILE).exists():
+                centroids = np.load(directory / CENTROIDS_FILE, allow_pickle=False)
         except (OSError, ValueError) as exc:
             raise IndexerError(
                 f"static vector table missing or unreadable in {directory}: {exc}"
@@ -130,7 +137,11 @@ class StaticVectors:
             or scales.shape[0] != len(terms)
         ):
             raise IndexerError(f"static vector table in {directory} is inconsistent; regenerate it")
-        return cls(terms, vectors, scales, weights, card)
+        if centroids is not None and not valid_codebook(centroids, vectors.shape[1]):
+            raise IndexerError(
+                f"{CENTROIDS_FILE} in {directory} does not fit its table; regenerate it"
+            )
+        return cls(terms, vectors, scales, weights, card, centroids)
 
     def save(self, directory: Path) -> None:
         directory.mkdir(parents=True, exist_ok=True)
@@ -140,6 +151,8 @@ class StaticVectors:
         np.save(directory / "scales.npy", self.scales.astype(np.float32))
         np.save(directory / "weights.npy", self.weights.astype(np.float32))
         (directory / "card.json").write_text(json.dumps(self.card, indent=2), encoding="utf-8")
+        if self.pq_centroids is not None:
+            np.save(directory / CENTROIDS_FILE, np.asarray(self.pq_centroids, dtype=np.float32))
 
     def quantizer_ranges(self) -> np.ndarray:
         """Per dimension, the largest |component| of any unit-length table row: the code range

@@ -2,8 +2,9 @@
 
 One function makes every segment (a full build, an update's new segment, a merge), always with
 files in path order, each file's rows in chunk order, postings sorted by (term, row) over a sorted
-vocabulary, vectors re-encoded with corpus-independent quantizer ranges: a segment merged from
-others is byte for byte the segment a full build of the same files writes.
+vocabulary, vectors re-encoded with the corpus-independent codec of the vector table (quantizer
+ranges and compact-code centroids): a segment merged from others is byte for byte the segment a
+full build of the same files writes.
 """
 
 from __future__ import annotations
@@ -15,10 +16,11 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import IndexerError
 from ..source.chunks import materialize
 from ..source.pathclass import content_flags
 from .blobcache import CachedFile
-from .dense import DenseIndex, faiss_id
+from .dense import Codec, DenseIndex, faiss_id
 from .integrity import chunk_sum, meta_sum
 from .lexical import K1, postings_of
 from .lexical_view import idf_of, row_norms
@@ -187,20 +189,29 @@ def _stored_vectors(segment: Segment) -> np.ndarray:
     return _DECODED[key]
 
 
-def stored_ranges(dense: DenseIndex) -> np.ndarray:
-    """The quantizer ranges a stored segment was encoded with (the table's, see dense.py):
-    read back instead of computed from the whole table again (~0.1 s)."""
-    return dense.code_ranges()
+def stored_ranges(dense: DenseIndex) -> Codec:
+    """The codec a stored segment was encoded with (the table's, see dense.py): read back
+    instead of computed from the whole table again (~0.1 s)."""
+    return dense.codec()
+
+
+def table_codec(table: StaticVectors) -> Codec:
+    if table.pq_centroids is None:
+        raise IndexerError(
+            "the static vector table has no pq_centroids.npy (the compact dense codes); "
+            "make it with scripts/train_dense_codebook.py"
+        )
+    return Codec(table.quantizer_ranges(), table.pq_centroids)
 
 
 def assemble(
     files: list[FreshFile | CopiedFile | BuiltFile],
     table: StaticVectors,
     facts: dict[str, dict[str, Any]],
-    ranges: np.ndarray | None = None,
+    ranges: Codec | None = None,
 ) -> SegmentData:
     """The segment of `files` (sorted here by path); `facts`: graph facts by path; `ranges`:
-    the table's quantizer ranges when already known."""
+    the codec of the segments it extends (`stored_ranges`; None: the table's)."""
     files = sorted(files, key=lambda f: f.path)
     parts = _Parts()
     paths, blobs, languages, times = [], [], [], []
@@ -272,9 +283,7 @@ def assemble(
     )
 
 
-def _dense(
-    parts: _Parts, table: StaticVectors, n_rows: int, ranges: np.ndarray | None
-) -> DenseIndex:
+def _dense(parts: _Parts, table: StaticVectors, n_rows: int, codec: Codec | None) -> DenseIndex:
     """Fresh rows embedded now (rounded to fp16 like stored ones), copied rows decoded: both
     re-encode to the codes a full build writes."""
     vectors = np.zeros((n_rows, table.dim), dtype=np.float16)
@@ -286,9 +295,7 @@ def _dense(
     if parts.fresh_dense:
         rows = np.asarray(parts.fresh_rows, dtype=np.int64)
         vectors[rows] = table.embed_many(parts.fresh_dense)
-    if ranges is None:
-        ranges = table.quantizer_ranges()
-    return DenseIndex.build(vectors.astype(np.float32), ranges)
+    return DenseIndex.build(vectors.astype(np.float32), codec or table_codec(table))
 
 
 def _lexical(
