@@ -84,6 +84,7 @@ def rank(
     if graph_cfg["expand"] or graph_cfg["ppr"] or graph_cfg["file_boost"]:
         from ..index.graph.rank import graph_rerank  # only when enabled: the graph costs a resolve
 
+        read_similarities(index, rows, similarity, qvec, len(rows))
         rows, scores, similarity = graph_rerank(index, rows, scores, similarity, graph_cfg)
     if allowed is not None:  # filters hold for every candidate source (exact names, graph)
         keep = allowed[rows]
@@ -91,6 +92,10 @@ def rank(
         if not len(rows):
             return []
 
+    rule = cfg["threshold"]
+    # Only the rows returned need their similarity, unless a relative cut compares them all.
+    needed = len(rows) if cut and float(rule["relative"]) > 0 else k
+    read_similarities(index, rows, similarity, qvec, needed)
     keyword = coverage[rows]
     recency = recency_score(
         index._file_times[index._chunk_file[rows]],
@@ -98,8 +103,6 @@ def rank(
         float(cfg["recency_half_life_days"]),
     )
     conf = confidence(similarity, keyword, recency, cfg)
-
-    rule = cfg["threshold"]
     if cut:
         if (
             float(similarity.max(initial=0)) < rule["min_similarity"]
@@ -130,19 +133,28 @@ def rank(
 def candidate_similarities(
     index: Index, rows: np.ndarray, top_dense: np.ndarray, dense_sims: np.ndarray, qvec: np.ndarray
 ) -> np.ndarray:
-    """Cosine of every candidate: from the dense list where it has the row, else from the
-    stored vector."""
-    similarity = np.zeros(len(rows), dtype=np.float32)
+    """Cosine of every candidate the dense list has; the others are NaN until
+    `read_similarities` reads their stored vectors (a row's codes cost a read)."""
     if not qvec.any():
-        return similarity
-    known = np.zeros(len(rows), dtype=bool)
+        return np.zeros(len(rows), dtype=np.float32)
+    similarity = np.full(len(rows), np.nan, dtype=np.float32)
     if len(top_dense):
         order = np.argsort(top_dense)
         pos = np.clip(np.searchsorted(top_dense, rows, sorter=order), 0, len(order) - 1)
         known = top_dense[order[pos]] == rows
         similarity[known] = dense_sims[order[pos[known]]]
-    missing = rows[~known]
-    if len(missing):
-        vecs = index.dense.reconstruct(missing)
-        similarity[~known] = vecs @ qvec
     return similarity
+
+
+def read_similarities(
+    index: Index, rows: np.ndarray, similarity: np.ndarray, qvec: np.ndarray, first: int
+) -> None:
+    """Fill in the similarities of the first `first` rows from their stored vectors; the rest
+    not read count as 0 (nothing reads them)."""
+    head = similarity[:first]
+    missing = np.flatnonzero(np.isnan(head))
+    if len(missing):
+        # Row by row (einsum's own loop): a row's value does not depend on which others are
+        # read with it, as a BLAS product's blocking may make it.
+        head[missing] = np.einsum("ij,j->i", index.dense.reconstruct(rows[missing]), qvec)
+    similarity[np.isnan(similarity)] = 0.0
