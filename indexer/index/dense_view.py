@@ -163,6 +163,16 @@ class DenseView:
         out = np.empty((len(rows), width), dtype=np.uint8)
         if any(dense.dim != width for dense, _ in self.parts):
             raise CorruptIndexError(f"segments of one index have different vector codes; {REBUILD}")
+        if not self.one_shot:
+            # A long-lived process gathers the rows through the segments' memory maps: ~50x
+            # faster than a pread per run of rows (1,200 candidates a query), and the pages
+            # it keeps are the page cache's, shared by every process of the index and
+            # dropped under memory pressure (indexer/index/dense.py `codes`).
+            for i, (dense, _) in enumerate(self.parts):
+                mine = order[part[order] == i]
+                if len(mine):
+                    out[mine] = dense.codes[cats[mine]]
+            return out
         files = [dense.file for dense, _ in self.parts]
         if all(f is not None for f in files):
             where = [f for f in files if f is not None]
