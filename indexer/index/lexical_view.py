@@ -16,6 +16,7 @@ import math
 import os
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
@@ -24,9 +25,8 @@ import numpy as np
 from ..errors import CorruptIndexError
 from .integrity import REBUILD
 from .lexical import K1, B
+from .lexical_topk import PREAD_MIN, Scratch, Source, Terms, TopN
 from .reader import RowSpace
-
-PREAD_MIN = 1 << 20  # smaller postings (an update's segment) are read through their map
 
 
 def read_spans(array: np.ndarray, starts: np.ndarray, lens: np.ndarray) -> np.ndarray:
@@ -77,6 +77,30 @@ class _IdfTable:
         return self.values[i]
 
 
+@dataclass
+class LexicalHits:
+    """The BM25 top rows of a query, and the keyword coverage of the rows the ranking reads."""
+
+    rows: np.ndarray  # best first, every one with a positive score; ties in row order
+    scores: np.ndarray  # float32, exactly LexicalView.score's
+    seen: np.ndarray  # sorted rows whose coverage is known (rows + `also`)
+    seen_coverage: np.ndarray
+    view: LexicalView
+    terms: Sequence[str]
+
+    def coverage(self, rows: np.ndarray) -> np.ndarray:
+        """Idf-weighted fraction of the query's terms each row has (LexicalView.score's)."""
+        rows = np.asarray(rows, dtype=np.int64)
+        pos = np.clip(np.searchsorted(self.seen, rows), 0, max(len(self.seen) - 1, 0))
+        known = self.seen[pos] == rows if len(self.seen) else np.zeros(len(rows), dtype=bool)
+        if known.all():
+            return self.seen_coverage[pos]
+        out = np.zeros(len(rows), dtype=np.float32)
+        out[known] = self.seen_coverage[pos[known]]
+        out[~known] = self.view.coverage(self.terms, rows[~known])
+        return out
+
+
 class LexicalView:
     def __init__(self, space: RowSpace) -> None:
         self.space = space
@@ -85,6 +109,7 @@ class LexicalView:
         self._ids: dict[str, int | None] = {}
         self._spans: dict[str, list[tuple[int, int, int]]] = {}
         self._df: dict[str, int] = {}
+        self._scratch: Scratch | None = None
 
     @cached_property
     def doc_lengths(self) -> np.ndarray:
@@ -136,10 +161,118 @@ class LexicalView:
                 self.idf.values.append(float(idf_of(self.n_docs, np.asarray([df]))[0]))
         return self._ids[term]
 
+    def resolve(
+        self, terms: Sequence[str], boosts: Mapping[str, float] | None = None
+    ) -> Terms | None:
+        """The query's known terms (query order) with their weights, idf and postings; None
+        when no live row has any."""
+        counts = Counter(t for t in terms if self.term_id(t) is not None)
+        if not counts:
+            return None
+        boosts = boosts or {}
+        query = list(counts)
+        weights = np.fromiter(
+            ((1.0 + math.log(c)) * boosts.get(t, 1.0) for t, c in counts.items()),
+            dtype=np.float32,
+            count=len(counts),
+        )
+        term_idf = idf_of(self.n_docs, np.asarray([self.df(t) for t in query]))
+        unknown = max(0, len(set(terms)) - len(query))
+        top = float(idf_of(self.n_docs, np.asarray([1]))[0])
+        total = float(term_idf.sum()) + unknown * top
+        return Terms(weights, term_idf, [self.spans(t) for t in query], total)
+
+    # -- pruned top rows (indexer/index/lexical_topk.py) ------------------------------------------
+    @cached_property
+    def _sources(self) -> list[Source]:
+        identity = self.space.identity  # one segment, nothing deleted: its own scores are global
+        out = []
+        for segment, offset in zip(
+            self.space.segments, self.space.seg_offsets.tolist(), strict=False
+        ):
+            _, docs, tfs = segment.postings
+            out.append(Source(docs, segment.scores if identity else tfs, int(offset)))
+        return out
+
+    @cached_property
+    def _laid_out(self) -> tuple[np.ndarray | None, np.ndarray | None, np.ndarray | None]:
+        """(norm, global row, live) of every row of the segments laid end to end; norm None
+        for one segment (its precomputed scores), the others None where rows are global."""
+        space = self.space
+        if space.identity:
+            return None, None, None
+        if space.concatenated:
+            return self.norm, None, None
+        to_global = space.cat_to_global
+        live = to_global >= 0
+        norm = np.ones(len(to_global), dtype=np.float32)
+        norm[live] = self.norm[to_global[live]]
+        return norm, to_global, live
+
+    def top(
+        self,
+        terms: Sequence[str],
+        boosts: Mapping[str, float] | None,
+        n: int,
+        allowed: np.ndarray | None = None,
+        also: np.ndarray | None = None,
+    ) -> LexicalHits:
+        """The n best rows by BM25 among `allowed` (a row mask), as `top_rows(score(...), n)`
+        gives them, with the coverage of those rows and of `also` (rows the caller will ask
+        about), without scoring every posting of the query's common terms."""
+        also_rows = np.zeros(0, dtype=np.int64) if also is None else np.asarray(also, np.int64)
+        query = self.resolve(terms, boosts)
+        if query is None or self.n_docs == 0:
+            rows, seen = np.zeros(0, dtype=np.int64), np.unique(also_rows)
+            none = np.zeros(0, dtype=np.float32)
+            return LexicalHits(rows, none, seen, np.zeros(len(seen), np.float32), self, terms)
+        norm, to_global, _ = self._laid_out
+        eligible = allowed
+        if to_global is not None:
+            eligible = np.zeros(len(to_global), dtype=bool)
+            eligible[self.space.global_to_cat] = True if allowed is None else allowed
+            also_rows = self.space.global_to_cat[also_rows]
+        also_rows = np.unique(also_rows)
+        if self._scratch is None:
+            self._scratch = Scratch(int(self.space.seg_offsets[-1]))
+        scratch = self._scratch
+        owned = scratch.lock.acquire(blocking=False)  # else another thread searches this view
+        try:
+            search = TopN(
+                self._sources,
+                norm,
+                query,
+                scratch if owned else Scratch(len(scratch.acc)),
+                eligible,
+            )
+            cands, scores, seen, coverage = (
+                search.run(n, also_rows) if n > 0 else search.coverage(also_rows)
+            )
+        except BaseException:
+            if owned:
+                self._scratch = None  # its buffers may hold this query's partial sums
+            raise
+        finally:
+            if owned:
+                scratch.lock.release()
+        if to_global is not None:
+            cands, seen = to_global[cands], to_global[seen]
+            order = np.argsort(seen)
+            seen, coverage = seen[order], coverage[order]
+        positive = scores > 0
+        cands, scores = cands[positive], scores[positive]
+        best = np.lexsort((cands, -scores))[:n]
+        return LexicalHits(cands[best], scores[best], seen, coverage, self, terms)
+
+    def coverage(self, terms: Sequence[str], rows: np.ndarray) -> np.ndarray:
+        """score(terms)[1][rows], reading only what those rows need."""
+        return self.top(terms, {}, 0, also=rows).coverage(rows)
+
     def score(
         self, terms: Sequence[str], boosts: Mapping[str, float] | None = None
     ) -> tuple[np.ndarray, np.ndarray]:
-        """(BM25 score per row, idf-weighted fraction of query terms each row has)."""
+        """(BM25 score per row, idf-weighted fraction of query terms each row has): every
+        posting scored, the reference `top` equals."""
         counts = Counter(t for t in terms if self.term_id(t) is not None)
         all_terms = len(set(terms))
         if not counts:
