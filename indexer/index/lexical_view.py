@@ -110,6 +110,7 @@ class LexicalView:
         self._spans: dict[str, list[tuple[int, int, int]]] = {}
         self._df: dict[str, int] = {}
         self._scratch: Scratch | None = None
+        self.last_stats: dict[str, int] = {}  # postings of the last `top` and how many it scored
 
     @cached_property
     def doc_lengths(self) -> np.ndarray:
@@ -248,6 +249,7 @@ class LexicalView:
             cands, scores, seen, coverage = (
                 search.run(n, also_rows) if n > 0 else search.coverage(also_rows)
             )
+            self.last_stats = {"postings": search.total, "scored": search.full + search.race_end}
         except BaseException:
             if owned:
                 self._scratch = None  # its buffers may hold this query's partial sums
