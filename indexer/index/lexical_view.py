@@ -25,7 +25,8 @@ import numpy as np
 from ..errors import CorruptIndexError
 from .integrity import REBUILD
 from .lexical import K1, B
-from .lexical_topk import PREAD_MIN, Scratch, Source, Terms, TopN
+from .lexical_topk import Terms, TopN
+from .postings import PREAD_MIN, Scratch, Source, union
 from .reader import RowSpace
 
 
@@ -224,7 +225,7 @@ class LexicalView:
         also_rows = np.zeros(0, dtype=np.int64) if also is None else np.asarray(also, np.int64)
         query = self.resolve(terms, boosts)
         if query is None or self.n_docs == 0:
-            rows, seen = np.zeros(0, dtype=np.int64), np.unique(also_rows)
+            rows, seen = np.zeros(0, dtype=np.int64), union(also_rows)
             none = np.zeros(0, dtype=np.float32)
             return LexicalHits(rows, none, seen, np.zeros(len(seen), np.float32), self, terms)
         norm, to_global, _ = self._laid_out
@@ -233,7 +234,7 @@ class LexicalView:
             eligible = np.zeros(len(to_global), dtype=bool)
             eligible[self.space.global_to_cat] = True if allowed is None else allowed
             also_rows = self.space.global_to_cat[also_rows]
-        also_rows = np.unique(also_rows)
+        also_rows = union(also_rows)
         if self._scratch is None:
             self._scratch = Scratch(int(self.space.seg_offsets[-1]))
         scratch = self._scratch
@@ -263,6 +264,10 @@ class LexicalView:
             seen, coverage = seen[order], coverage[order]
         positive = scores > 0
         cands, scores = cands[positive], scores[positive]
+        if len(scores) > n > 0:  # the n best and every row tied with the n-th
+            nth = np.partition(scores, len(scores) - n)[len(scores) - n]
+            keep = scores >= nth
+            cands, scores = cands[keep], scores[keep]
         best = np.lexsort((cands, -scores))[:n]
         return LexicalHits(cands[best], scores[best], seen, coverage, self, terms)
 
