@@ -16,9 +16,9 @@ contributions are summed in float64 in query-term order, the order `np.bincount`
 Pruning decisions read partial sums taken in another order, so each comparison carries a
 relative margin (1e-6, against float32's 6e-8) that can only keep a row, never drop one.
 
-The postings are streamed chunk by chunk (indexer/index/postings.py): what stays in memory is
-each posting scored in full (its row and contribution, for the final sums) and what the race
-keeps; a query's temporaries fit in cache and reuse the view's buffers.
+Every posting of the query is read once, up front, into buffers the view reuses (fresh
+memory costs page faults; indexer/index/postings.py); batches are slices of them, so a query
+costs a few dozen numpy calls, not some per (term, segment).
 """
 
 from __future__ import annotations
@@ -29,14 +29,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from .lexical import K1
-from .postings import Chunk, Range, Scratch, Source, Span, Stream, union
+from .postings import Scratch, Source, Span, Stream, union
 
 MARGIN = 1e-6
 FIRST_BATCH = 64  # the first batch holds 1/64 of the query's postings (at least one term)
 RACE_BATCH = 32  # a batch of the race holds 1/32 of them (at least one term)
 LEAN_POSTINGS = 16384  # fewer postings: scored in full, without the pruning's bookkeeping
 EXACT_CELLS = 1 << 22  # (terms x rows) of the final sums done at once
-MANY_RANGES = 8  # terms in a chunk from which their idf and weight are gathered per posting
 
 Result = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
@@ -55,8 +54,8 @@ class TopN:
     """One query's pruned scoring over the sources (every row of the segments laid end to end,
     dead ones included). Partial sums live in `scratch.acc`: -inf marks a row that may not be
     returned (dead, or outside `eligible`), +inf a row scored in full whatever its sum (`also`,
-    once the pruning starts). The stream holds the terms in decreasing order of bound (a batch
-    of terms is a slice of it), or in query order for a query with few postings."""
+    once the pruning starts). The postings are laid out term after term, in decreasing order of
+    bound (a batch of terms is a slice), or in query order for a query with few postings."""
 
     def __init__(
         self,
@@ -77,117 +76,82 @@ class TopN:
         self.idf, self.weights = terms.idf[order], terms.weights[order]  # by place in the order
         self.rest = np.zeros(m + 1)  # rest[k]: the bounds of the terms order[k:]
         self.rest[:m] = np.cumsum(self.bound[order][::-1])[::-1]
-        self.stream = Stream(sources, [terms.spans[t] for t in self.order], total, scratch)
-        self.total = self.stream.total
-        self.rows = scratch.get("rows32", self.total, np.int32)  # of the postings scored in full
-        self.contrib = scratch.get("contrib", self.total, np.float32)
-        self.full = 0  # the stream's [:full] is scored in full
-        self.race: list[Range] = []  # (k, first, end) of what the race kept, in race_*
-        self.race_end = 0
+        stream = Stream(sources, [terms.spans[t] for t in self.order], total, scratch)
+        self.total, self.starts = total, stream.term_starts
+        # Every posting: row, value as stored, and the term's place in the order.
+        self.rows = scratch.get("rows", total)
+        self.raw = scratch.get("raw", total, stream.dtype)
+        Stream.fill(stream.chunk(0, m), self.rows, self.raw, scratch)
+        self.place = scratch.get("place", total)  # the term's place in the order, of [:full]
+        self.wide = scratch.get("wide", total, np.float64)  # contributions of [:full]
+        self.full = 0
+        self.kept: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # race: rows, place, c
+
+    @property
+    def scored(self) -> int:
+        """Postings scored so far (every one for a lean query)."""
+        return self.total if self.lean else self.full + sum(len(k[0]) for k in self.kept)
 
     # -- scoring ----------------------------------------------------------------------------------
-    def _buffers(self, n: int) -> tuple[np.ndarray, np.ndarray]:
-        return self.s.get("c_rows", n), self.s.get("c_values", n, np.float32)
-
     def _contrib(
-        self, rows: np.ndarray, values: np.ndarray, out: np.ndarray, ranges: list[Range]
+        self, rows: np.ndarray, raw: np.ndarray, place: np.ndarray, out: np.ndarray
     ) -> None:
-        """Each posting's contribution: the reference's float32 arithmetic in its order
-        ((idf * tf) * (k1 + 1) / (tf + norm), then x weight; or precomputed score x weight).
-        A term's idf and weight multiply its range, or, with many short ranges, come per
-        posting from its place in the order."""
+        """Each posting's contribution into `out` (float64 holding float32 values): the
+        reference's float32 arithmetic in its order ((idf * tf) * (k1 + 1) / (tf + norm), then
+        x weight; or precomputed score x weight)."""
         s, n = self.s, len(rows)
-        idf, weights = self.idf, self.weights
-        if len(ranges) > MANY_RANGES:
-            place = s.get("c_place", n)
-            place.fill(0)
-            first = [x for _, x, _ in ranges]
-            place[first[1:]] = np.diff([k for k, _, _ in ranges])
-            place[0] = ranges[0][0]
-            np.cumsum(place, out=place)
-            tmp = s.get("c_tmp", n, np.float32)
-            (weights if self.norm is None else idf).take(place, out=out, mode="clip")
-            out *= values
-            if self.norm is None:
-                return
-            out *= K1 + 1
-            self.norm.take(rows, out=tmp, mode="clip")
-            tmp += values
-            out /= tmp
-            out *= weights.take(place, out=tmp, mode="clip")
-            return
+        c = s.get("c_contrib", n, np.float32)
         if self.norm is None:
-            for k, x, y in ranges:
-                np.multiply(values[x:y], weights[k], out=out[x:y])
-            return
-        for k, x, y in ranges:
-            np.multiply(values[x:y], idf[k], out=out[x:y])
-        out *= K1 + 1
-        tmp = self.norm.take(rows, out=s.get("c_tmp", n, np.float32), mode="clip")
-        tmp += values
-        out /= tmp
-        for k, x, y in ranges:
-            out[x:y] *= weights[k]
+            self.weights.take(place, out=c, mode="clip")
+            c *= raw
+        else:
+            tf = raw if raw.dtype == np.float32 else s.get("c_tf", n, np.float32)
+            if tf is not raw:
+                np.copyto(tf, raw)
+            self.idf.take(place, out=c, mode="clip")
+            c *= tf
+            c *= K1 + 1
+            tmp = self.norm.take(rows, out=s.get("c_tmp", n, np.float32), mode="clip")
+            tmp += tf
+            c /= tmp
+            c *= self.weights.take(place, out=tmp, mode="clip")
+        np.copyto(out, c)
 
-    def _add(self, rows: np.ndarray, contrib: np.ndarray) -> None:
-        wide = self.s.get("c_wide", len(rows), np.float64)
-        np.copyto(wide, contrib)
-        np.add.at(self.s.acc, rows, wide)
-
-    def _at_least(self, rows: np.ndarray, floor: float) -> np.ndarray:
-        """The rows whose sum reaches floor (a new array)."""
-        sums = self.s.acc.take(rows, out=self.s.get("c_sums", len(rows), np.float64), mode="clip")
-        keep = np.greater_equal(sums, floor, out=self.s.get("c_keep", len(rows), bool))
-        picked: np.ndarray = rows[keep]
-        return picked
+    def _places(self, k: int, stop: int) -> np.ndarray:
+        """place[...] of the postings of the terms order[k:stop] (k..stop-1 each)."""
+        a, b = int(self.starts[k]), int(self.starts[stop])
+        place = self.place[a:b]
+        place.fill(0)
+        place[self.starts[k + 1 : stop] - a] = 1
+        place[0] = k
+        np.cumsum(place, out=place)
+        return place
 
     def _full(self, k: int, stop: int, floor: float) -> np.ndarray:
-        """Score the terms order[k:stop] in full; returns their rows whose sum reaches floor."""
-        chunk = self.stream.chunk(k, stop)
-        rows, values = self._buffers(chunk.end - chunk.start)
-        Stream.fill(chunk, rows, values, self.s)
-        out = self.contrib[chunk.start : chunk.end]
-        self._contrib(rows, values, out, chunk.ranges)
-        self._add(rows, out)
-        np.copyto(self.rows[chunk.start : chunk.end], rows, casting="same_kind")
-        self.full = chunk.end
-        return self._at_least(rows, floor)
+        """Score the terms order[k:stop] in full; returns the rows whose sum reaches floor."""
+        a, b = int(self.starts[k]), int(self.starts[stop])
+        rows, wide = self.rows[a:b], self.wide[a:b]
+        self._contrib(rows, self.raw[a:b], self._places(k, stop), wide)
+        np.add.at(self.s.acc, rows, wide)
+        self.full = b
+        sums = self.s.acc.take(rows, out=self.s.get("c_sums", b - a, np.float64), mode="clip")
+        picked: np.ndarray = rows[sums >= floor]
+        return picked
 
-    def _raced(self, k: int, stop: int, floor: float) -> np.ndarray:
-        """Score the postings of the terms order[k:stop] whose row's sum reaches `floor`
-        (+inf rows always); returns their rows."""
+    def _raced(self, a: int, b: int, floor: float) -> np.ndarray:
+        """Score the postings of [a, b) whose row's sum reaches `floor` (+inf rows always);
+        returns their rows."""
         s = self.s
-        chunk = self.stream.chunk(k, stop)
-        rows, values = self._buffers(chunk.end - chunk.start)
-        Stream.fill(chunk, rows, values, s)
-        sums = s.acc.take(rows, out=s.get("c_sums", len(rows), np.float64), mode="clip")
-        keep = np.greater_equal(sums, floor, out=s.get("c_keep", len(rows), bool))
-        return self._keep(chunk, keep, rows, values)
-
-    def _keep(
-        self, chunk: Chunk, keep: np.ndarray, rows: np.ndarray, values: np.ndarray
-    ) -> np.ndarray:
-        """The postings of `chunk` that `keep` selects into the race's arena, scored."""
-        s = self.s
-        counts = np.add.reduceat(keep, [x for _, x, _ in chunk.ranges], dtype=np.int64).tolist()
-        x, n = self.race_end, sum(counts)
-        if not n:
-            return rows[:0]
-        race_rows = s.get("race_rows", self.total)[x : x + n]
-        race_values = s.get("race_values", self.total, np.float32)[x : x + n]
-        out = s.get("race_contrib", self.total, np.float32)[x : x + n]
-        rows.compress(keep, out=race_rows)
-        values.compress(keep, out=race_values)
-        ranges, at = [], 0
-        for (k, _, _), count in zip(chunk.ranges, counts, strict=True):
-            if count:
-                ranges.append((k, at, at + count))
-                at += count
-        self._contrib(race_rows, race_values, out, ranges)
-        self._add(race_rows, out)
-        self.race.extend((k, x + i, x + j) for k, i, j in ranges)
-        self.race_end = x + n
-        return race_rows
+        sums = s.acc.take(self.rows[a:b], out=s.get("c_sums", b - a, np.float64), mode="clip")
+        at = (sums >= floor).nonzero()[0]
+        at += a
+        rows = self.rows.take(at)
+        place = self.starts.searchsorted(at, side="right") - 1
+        wide = np.empty(len(at))
+        self._contrib(rows, self.raw.take(at), place, wide)
+        np.add.at(s.acc, rows, wide)
+        self.kept.append((rows, place, wide))
+        return rows
 
     def _raise(
         self, pool: np.ndarray, picked: np.ndarray, theta: float, n: int
@@ -197,10 +161,9 @@ class TopN:
         rows = self.s.distinct("distinct", np.concatenate([pool, picked]))
         sums = self.s.acc.take(rows)
         infinite = int(np.count_nonzero(sums == np.inf))  # `also` rows: not scores
-        if len(sums) >= n + infinite:
-            theta = max(
-                theta, float(np.partition(sums, len(sums) - n - infinite)[len(sums) - n - infinite])
-            )
+        k = len(sums) - n - infinite
+        if k >= 0:
+            theta = max(theta, float(np.partition(sums, k)[k]))
         floor = theta * (1 - MARGIN) / (1 + MARGIN)
         return theta, rows[sums >= floor]
 
@@ -210,7 +173,7 @@ class TopN:
         every row of the true top n is a candidate."""
         if self.lean:
             return self._lean(also)
-        s, rest, starts = self.s, self.rest, self.stream.term_starts
+        s, rest, starts = self.s, self.rest, self.starts.tolist()
         m = len(self.order)
         if self.eligible is not None:
             np.copyto(s.acc, -np.inf, where=~self.eligible)
@@ -229,14 +192,14 @@ class TopN:
                 stop += 1
             picked = self._full(done, stop, floor(m))
             theta, pool = self._raise(pool, picked, theta, n)
-            done, target = stop, 2 * int(starts[stop])
+            done, target = stop, 2 * starts[stop]
         if done < m:
             s.acc[also] = np.inf
         while done < m:  # the rest only for the rows still in the race
             stop = done + 1
             while stop < m and starts[stop] - starts[done] < self.total // RACE_BATCH:
                 stop += 1
-            kept = self._raced(done, stop, floor(done))
+            kept = self._raced(starts[done], starts[stop], floor(done))
             theta, pool = self._raise(pool, kept, theta, n)
             done = stop
         # The race's last field, and the `also` rows (their sums were set aside: +inf).
@@ -247,32 +210,28 @@ class TopN:
     def coverage(self, rows: np.ndarray) -> Result:
         """No top rows: the coverage of `rows` (sorted) only."""
         s = self.s
-        chunk = self.stream.chunk(0, len(self.order))
-        got, values = self._buffers(self.total)
-        Stream.fill(chunk, got, values, s)
         s.flags[rows] = 1
-        hit = s.flags.take(got, out=s.get("c_hit", len(got), np.uint8), mode="clip")
+        at = s.flags.take(self.rows, out=s.get("c_hit", self.total, np.uint8), mode="clip")
         s.flags[rows] = 0
-        self._keep(chunk, hit.view(bool), got, values)
+        at = at.nonzero()[0]
+        got, place = self.rows.take(at), self.starts.searchsorted(at, side="right") - 1
+        wide = np.empty(len(at))
+        self._contrib(got, self.raw.take(at), place, wide)
+        self.kept.append((got, place, wide))
         return self._exact(rows[:0], rows)
 
     def _lean(self, also: np.ndarray) -> Result:
-        """Every posting scored (the stream is in query-term order) and summed per row in
-        stream order by bincount, as the reference sums them, over the rows touched only."""
+        """Every posting scored (in query-term order here) and summed per row in that order by
+        bincount, as the reference sums them, over the rows touched only."""
         s, q, total = self.s, self.q, self.total
-        chunk = self.stream.chunk(0, len(self.order))
-        rows, values = self._buffers(total)
-        Stream.fill(chunk, rows, values, s)
-        contrib = self.contrib[:total]
-        self._contrib(rows, values, contrib, chunk.ranges)
+        rows, wide = self.rows, self.wide
+        self._contrib(rows, self.raw, self._places(0, len(self.order)), wide)
         touched = np.sort(s.distinct("distinct", rows))
         s.mark[touched] = s.ramp(len(touched))
         local = s.mark.take(rows, out=s.get("c_local", total), mode="clip")
         s.mark[touched] = -1
-        wide = s.get("c_wide", total, np.float64)
-        np.copyto(wide, contrib)
         bm25 = np.bincount(local, weights=wide, minlength=len(touched)).astype(np.float32)
-        idf = np.repeat(q.idf.astype(np.float64), np.diff(self.stream.term_starts))
+        idf = self.idf.astype(np.float64).take(self.place)
         covered = np.bincount(local, weights=idf, minlength=len(touched))
         coverage = (covered / max(q.total, 1e-9)).astype(np.float32)
         cands, scores = touched, bm25
@@ -287,30 +246,21 @@ class TopN:
     # -- exact sums -------------------------------------------------------------------------------
     def _exact(self, cands: np.ndarray, seen: np.ndarray) -> Result:
         """Exact scores of `cands` and coverage of `seen` (sorted, holds cands) from every
-        posting kept of those rows, summed in query-term order."""
-        s, order = self.s, self.order
-        m = len(order)
+        posting scored of those rows, summed in query-term order."""
+        s, full = self.s, self.full
+        m = len(self.order)
         s.flags[seen] = 1
-        found = []  # (pos in the full part, pos in the race's arena)
-        for a in range(0, self.full, 1 << 15):
-            b = min(self.full, a + (1 << 15))
-            rows = s.get("c_rows", b - a)
-            np.copyto(rows, self.rows[a:b])
-            hit = s.flags.take(rows, out=s.get("c_hit", b - a, np.uint8), mode="clip")
-            found.append(hit.nonzero()[0] + a)
-        race_rows = s.get("race_rows", self.total)[: self.race_end]
-        hit = s.flags.take(race_rows, out=s.get("c_hit", len(race_rows), np.uint8), mode="clip")
-        in_race = hit.nonzero()[0]
+        at = s.flags.take(self.rows[:full], out=s.get("c_hit", full, np.uint8), mode="clip")
+        at = at.nonzero()[0]
+        rows, place, wide = [self.rows.take(at)], [self.place.take(at)], [self.wide.take(at)]
+        for race_rows, race_place, race_wide in self.kept:
+            hit = s.flags.take(race_rows).nonzero()[0]
+            rows.append(race_rows.take(hit))
+            place.append(race_place.take(hit))
+            wide.append(race_wide.take(hit))
         s.flags[seen] = 0
-        pos = np.concatenate(found) if found else np.zeros(0, dtype=np.int64)
-        k_full = np.searchsorted(self.stream.term_starts, pos, side="right") - 1
-        starts = np.asarray([x for _, x, _ in self.race], dtype=np.int64)
-        owner = np.asarray([k for k, _, _ in self.race], dtype=np.int64)
-        k_race = owner[np.searchsorted(starts, in_race, side="right") - 1]
-        term = np.asarray(order, dtype=np.int64)[np.concatenate([k_full, k_race])]
-        col = np.searchsorted(seen, np.concatenate([self.rows[pos], race_rows[in_race]]))
-        race_contrib = s.get("race_contrib", self.total, np.float32)[: self.race_end]
-        value = np.concatenate([self.contrib[pos], race_contrib[in_race]])
+        col = np.searchsorted(seen, np.concatenate(rows))
+        term, value = np.concatenate(place), np.concatenate(wide).astype(np.float32)
         bm25, coverage = np.zeros(len(seen), np.float32), np.zeros(len(seen), np.float32)
         step = max(1, EXACT_CELLS // max(m, 1))
         for a in range(0, len(seen), step):  # blocks of rows bound the (terms x rows) tables
@@ -318,26 +268,28 @@ class TopN:
             bm25[a : a + step], coverage[a : a + step] = self._sums(
                 term[inside], col[inside] - a, value[inside], min(step, len(seen) - a)
             )
-        if self.eligible is not None or 4 * (self.full + self.race_end) > len(s.acc):
+        if self.eligible is not None or 4 * full > len(s.acc):
             s.acc.fill(0)
         else:
-            for a in range(0, self.full, 1 << 15):
-                s.acc[self.rows[a : min(self.full, a + (1 << 15))]] = 0
-            s.acc[race_rows] = 0
+            s.acc[self.rows[:full]] = 0
+            for race_rows, _, _ in self.kept:
+                s.acc[race_rows] = 0
             s.acc[seen] = 0  # `also` rows: +inf
         return cands, bm25[np.searchsorted(seen, cands)], seen, coverage
 
     def _sums(
-        self, term: np.ndarray, col: np.ndarray, value: np.ndarray, k: int
+        self, place: np.ndarray, col: np.ndarray, value: np.ndarray, k: int
     ) -> tuple[np.ndarray, np.ndarray]:
+        """Sums over (term place, column, contribution) triples in query-term order."""
         s, q = self.s, self.q
         m = len(q.weights)
+        term = np.asarray(self.order, dtype=np.int64).take(place)
         scores = s.get("x_scores", m * k, np.float32).reshape(m, k)
         scores.fill(0)
         scores[term, col] = value
         present = s.get("x_present", m * k, np.float32).reshape(m, k)
         present.fill(0)
-        present[term, col] = q.idf[term]
+        present[term, col] = q.idf.take(term)
         # Reduced along the slow axis, numpy adds term after term (no pairwise summation):
         # the sum np.bincount makes of each row's postings in query-term order.
         bm25 = np.add.reduce(scores, axis=0, dtype=np.float64).astype(np.float32)

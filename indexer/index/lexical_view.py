@@ -168,7 +168,8 @@ class LexicalView:
     ) -> Terms | None:
         """The query's known terms (query order) with their weights, idf and postings; None
         when no live row has any."""
-        counts = Counter(t for t in terms if self.term_id(t) is not None)
+        every = Counter(terms)  # first occurrences in query order, as the reference counts
+        counts = {t: c for t, c in every.items() if self.term_id(t) is not None}
         if not counts:
             return None
         boosts = boosts or {}
@@ -179,7 +180,7 @@ class LexicalView:
             count=len(counts),
         )
         term_idf = idf_of(self.n_docs, np.asarray([self.df(t) for t in query]))
-        unknown = max(0, len(set(terms)) - len(query))
+        unknown = max(0, len(every) - len(query))
         top = float(idf_of(self.n_docs, np.asarray([1]))[0])
         total = float(term_idf.sum()) + unknown * top
         return Terms(weights, term_idf, [self.spans(t) for t in query], total)
@@ -250,7 +251,7 @@ class LexicalView:
             cands, scores, seen, coverage = (
                 search.run(n, also_rows) if n > 0 else search.coverage(also_rows)
             )
-            self.last_stats = {"postings": search.total, "scored": search.full + search.race_end}
+            self.last_stats = {"postings": search.total, "scored": search.scored}
         except BaseException:
             if owned:
                 self._scratch = None  # its buffers may hold this query's partial sums

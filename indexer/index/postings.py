@@ -18,6 +18,7 @@ from ..errors import CorruptIndexError
 from .integrity import REBUILD
 
 PREAD_MIN = 1 << 20  # smaller postings (an update's segment) are read through their map
+SHIFT_EACH = 512  # parts averaging this many postings get their row offset added one by one
 
 Span = tuple[int, int, int]  # (segment, first posting, end)
 Range = tuple[int, int, int]  # (k: the term's place in the stream's order, first, end)
@@ -150,6 +151,7 @@ class Stream:
                 sizes.append(hi - lo)
             parts.append(len(sizes))
         self.total = total
+        self.dtype = np.result_type(*{v.dtype for v in self.values}) if self.values else np.uint16
         self.shifts = np.asarray(shifts, dtype=np.int64)
         self.starts = np.zeros(len(sizes) + 1, dtype=np.int64)  # of each part in the stream
         np.cumsum(sizes, out=self.starts[1:])
@@ -173,7 +175,8 @@ class Stream:
 
     @staticmethod
     def fill(chunk: Chunk, rows: np.ndarray, values: np.ndarray, scratch: Scratch) -> None:
-        """rows (int64: rows of the segments laid end to end) and values (float32) of a chunk."""
+        """rows (int64: rows of the segments laid end to end) and values (their own dtype) of
+        a chunk."""
         if len(chunk.docs) == 1:
             np.copyto(rows, chunk.docs[0])
             np.copyto(values, chunk.values[0])
@@ -185,7 +188,7 @@ class Stream:
             return
         if (shifts == shifts[0]).all():
             rows += int(shifts[0])
-        elif len(shifts) <= 16:
+        elif len(shifts) * SHIFT_EACH <= len(rows):  # few parts for their size: one add each
             ends = [*chunk.firsts.tolist()[1:], len(rows)]
             for a, b, shift in zip(chunk.firsts.tolist(), ends, shifts.tolist(), strict=True):
                 if shift:
