@@ -23,6 +23,7 @@ costs a few dozen numpy calls, not some per (term, segment).
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -35,6 +36,12 @@ MARGIN = 1e-6
 FIRST_BATCH = 64  # the first batch holds 1/64 of the query's postings (at least one term)
 RACE_BATCH = 32  # a batch of the race holds 1/32 of them (at least one term)
 LEAN_POSTINGS = 16384  # fewer postings: scored in full, without the pruning's bookkeeping
+PRUNE_MAX = 0.4  # pruning stops, and all is scored, when more would be scored in full
+# The race reads a term's postings or looks its rows up: costs in ns, measured on this project.
+SCAN_NS = 9  # per posting read, summed and compared
+PAIR_NS = 8000  # per (term, segment) pair looked up
+NEEDLE_NS = 30  # per row looked up in a pair
+SCALAR_TERM = 1024  # postings per term from which its idf and weight multiply as scalars
 EXACT_CELLS = 1 << 22  # (terms x rows) of the final sums done at once
 
 Result = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
@@ -64,25 +71,32 @@ class TopN:
         terms: Terms,
         scratch: Scratch,
         eligible: np.ndarray | None,
+        lean: bool = False,
     ) -> None:
-        self.norm, self.q, self.s, self.eligible = norm, terms, scratch, eligible
+        self.sources, self.norm, self.q, self.s, self.eligible = (
+            sources,
+            norm,
+            terms,
+            scratch,
+            eligible,
+        )
         m = len(terms.weights)
         bound = terms.weights.astype(np.float64) * terms.idf.astype(np.float64) * (K1 + 1)
         self.bound = bound * (1 + MARGIN)
         total = sum(hi - lo for spans in terms.spans for _, lo, hi in spans)
-        self.lean = m == 1 or total <= LEAN_POSTINGS
+        self.lean = lean or m == 1 or total <= LEAN_POSTINGS
         order = np.arange(m) if self.lean else np.argsort(-self.bound, kind="stable")
         self.order = order.tolist()
         self.idf, self.weights = terms.idf[order], terms.weights[order]  # by place in the order
         self.rest = np.zeros(m + 1)  # rest[k]: the bounds of the terms order[k:]
         self.rest[:m] = np.cumsum(self.bound[order][::-1])[::-1]
-        stream = Stream(sources, [terms.spans[t] for t in self.order], total, scratch)
-        self.total, self.starts = total, stream.term_starts
-        # Every posting: row, value as stored, and the term's place in the order.
+        self.stream = Stream(sources, [terms.spans[t] for t in self.order], total, scratch)
+        self.total, self.starts = total, self.stream.term_starts
+        self.offsets = [source.offset for source in sources] + [len(scratch.acc)]
+        # The postings read: row, value as stored, and the term's place in the order.
         self.rows = scratch.get("rows", total)
-        self.raw = scratch.get("raw", total, stream.dtype)
-        Stream.fill(stream.chunk(0, m), self.rows, self.raw, scratch)
-        self.place = scratch.get("place", total)  # the term's place in the order, of [:full]
+        self.raw = scratch.get("raw", total, self.stream.dtype)
+        self.place = scratch.get("place", total)  # each posting's term (place in the order)
         self.wide = scratch.get("wide", total, np.float64)  # contributions of [:full]
         self.full = 0
         self.kept: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # race: rows, place, c
@@ -94,28 +108,54 @@ class TopN:
 
     # -- scoring ----------------------------------------------------------------------------------
     def _contrib(
-        self, rows: np.ndarray, raw: np.ndarray, place: np.ndarray, out: np.ndarray
+        self, rows: np.ndarray, raw: np.ndarray, place: np.ndarray | int, out: np.ndarray
     ) -> None:
         """Each posting's contribution into `out` (float64 holding float32 values): the
         reference's float32 arithmetic in its order ((idf * tf) * (k1 + 1) / (tf + norm), then
-        x weight; or precomputed score x weight)."""
+        x weight; or precomputed score x weight). `place`: each posting's term (its place in
+        the order), or k for postings laid out as the terms k, k+1, ... (starts[k]:...)."""
         s, n = self.s, len(rows)
         c = s.get("c_contrib", n, np.float32)
+        tf = raw if raw.dtype == np.float32 else s.get("c_tf", n, np.float32)
+        if tf is not raw:
+            np.copyto(tf, raw)
+        spans: list[tuple[int, int, int]] = []
+        if isinstance(place, int):  # consecutive terms: their idf and weight as scalars
+            a = int(self.starts[place])
+            stop = int(np.searchsorted(self.starts, a + n, side="left"))
+            bounds = (self.starts[place : stop + 1] - a).tolist()
+            spans = [(place + i, x, y) for i, (x, y) in enumerate(itertools.pairwise(bounds))]
         if self.norm is None:
-            self.weights.take(place, out=c, mode="clip")
-            c *= raw
+            if spans:
+                for k, x, y in spans:
+                    np.multiply(tf[x:y], self.weights[k], out=c[x:y])
+            else:
+                self.weights.take(place, out=c, mode="clip")
+                c *= tf
+            np.copyto(out, c)
+            return
+        if spans:
+            for k, x, y in spans:
+                np.multiply(tf[x:y], self.idf[k], out=c[x:y])
         else:
-            tf = raw if raw.dtype == np.float32 else s.get("c_tf", n, np.float32)
-            if tf is not raw:
-                np.copyto(tf, raw)
             self.idf.take(place, out=c, mode="clip")
             c *= tf
-            c *= K1 + 1
-            tmp = self.norm.take(rows, out=s.get("c_tmp", n, np.float32), mode="clip")
-            tmp += tf
-            c /= tmp
+        c *= K1 + 1
+        tmp = self.norm.take(rows, out=s.get("c_tmp", n, np.float32), mode="clip")
+        tmp += tf
+        c /= tmp
+        if spans:
+            for k, x, y in spans:
+                c[x:y] *= self.weights[k]
+        else:
             c *= self.weights.take(place, out=tmp, mode="clip")
         np.copyto(out, c)
+
+    def _terms(self, k: int, stop: int) -> np.ndarray | int:
+        """What _contrib takes for the postings of the terms order[k:stop]: k when their
+        terms are long enough for two scalar products each to beat two gathers."""
+        size = int(self.starts[stop] - self.starts[k])
+        return k if size >= SCALAR_TERM * (stop - k) else self._places(k, stop)
 
     def _places(self, k: int, stop: int) -> np.ndarray:
         """place[...] of the postings of the terms order[k:stop] (k..stop-1 each)."""
@@ -127,31 +167,89 @@ class TopN:
         np.cumsum(place, out=place)
         return place
 
+    def _load(self, k: int, stop: int) -> tuple[int, int]:
+        """Read the postings of the terms order[k:stop] into rows and raw; their slice."""
+        a, b = int(self.starts[k]), int(self.starts[stop])
+        Stream.fill(self.stream.chunk(k, stop), self.rows[a:b], self.raw[a:b], self.s)
+        return a, b
+
     def _full(self, k: int, stop: int, floor: float) -> np.ndarray:
         """Score the terms order[k:stop] in full; returns the rows whose sum reaches floor."""
-        a, b = int(self.starts[k]), int(self.starts[stop])
+        a, b = self._load(k, stop)
         rows, wide = self.rows[a:b], self.wide[a:b]
-        self._contrib(rows, self.raw[a:b], self._places(k, stop), wide)
+        self._contrib(rows, self.raw[a:b], self._terms(k, stop), wide)
         np.add.at(self.s.acc, rows, wide)
         self.full = b
         sums = self.s.acc.take(rows, out=self.s.get("c_sums", b - a, np.float64), mode="clip")
         picked: np.ndarray = rows[sums >= floor]
         return picked
 
-    def _raced(self, a: int, b: int, floor: float) -> np.ndarray:
-        """Score the postings of [a, b) whose row's sum reaches `floor` (+inf rows always);
-        returns their rows."""
+    def _raced(self, k: int, stop: int, floor: float) -> np.ndarray:
+        """Score the postings of the terms order[k:stop] whose row's sum reaches `floor`
+        (+inf rows always), reading them all; returns their rows."""
         s = self.s
+        a, b = self._load(k, stop)
         sums = s.acc.take(self.rows[a:b], out=s.get("c_sums", b - a, np.float64), mode="clip")
         at = (sums >= floor).nonzero()[0]
         at += a
         rows = self.rows.take(at)
         place = self.starts.searchsorted(at, side="right") - 1
-        wide = np.empty(len(at))
-        self._contrib(rows, self.raw.take(at), place, wide)
-        np.add.at(s.acc, rows, wide)
+        return self._keep(rows, self.raw.take(at), place)
+
+    def _hopeless(self, theta: float) -> bool:
+        """After the first batch: would the terms to score in full (as far as theta says now;
+        it only rises) hold most postings? Then pruning costs more than it saves."""
+        k = int(np.searchsorted(-self.rest, -theta * (1 - 2 * MARGIN), side="left"))
+        return bool(self.starts[min(k, len(self.order))] > PRUNE_MAX * self.total)
+
+    def _instead(self, n: int, also: np.ndarray) -> Result:
+        """Start again without pruning (the terms in query order)."""
+        s = self.s
+        if self.eligible is not None:
+            s.acc.fill(0)
+        else:
+            s.acc[self.rows[: self.full]] = 0
+        lean = TopN(self.sources, self.norm, self.q, s, self.eligible, lean=True)
+        return lean.run(n, also)
+
+    def _keep(self, rows: np.ndarray, raw: np.ndarray, place: np.ndarray) -> np.ndarray:
+        wide = np.empty(len(rows))
+        self._contrib(rows, raw, place, wide)
+        np.add.at(self.s.acc, rows, wide)
         self.kept.append((rows, place, wide))
         return rows
+
+    def _looked_up(self, k: int, stop: int, alive: np.ndarray) -> np.ndarray:
+        """Score the postings of the terms order[k:stop] of the rows `alive` (sorted), found by
+        binary search in each (term, segment) span instead of reading it all."""
+        stream = self.stream
+        cut = alive.searchsorted(self.offsets).tolist()
+        local: dict[int, np.ndarray] = {}
+        rows, raw, place = [], [], []
+        for t in range(k, stop):
+            for p in range(stream.parts[t], stream.parts[t + 1]):
+                seg = stream.segment[p]
+                if cut[seg] == cut[seg + 1]:
+                    continue
+                ys = local.get(seg)
+                if ys is None:  # the alive rows of the segment, as its docs are stored
+                    offset = self.offsets[seg]
+                    ys = local[seg] = (alive[cut[seg] : cut[seg + 1]] - offset).astype(np.int32)
+                docs = stream.part(p, 0)
+                pos = docs.searchsorted(ys)
+                np.minimum(pos, len(docs) - 1, out=pos)
+                hit = docs.take(pos) == ys
+                if not hit.any():
+                    continue
+                at = pos[hit]
+                rows.append(ys[hit] + self.offsets[seg])
+                raw.append(stream.part(p, 1).take(at))
+                place.append(np.full(len(at), t))
+        if not rows:
+            return alive[:0]
+        return self._keep(
+            np.concatenate(rows).astype(np.int64), np.concatenate(raw), np.concatenate(place)
+        )
 
     def _raise(
         self, pool: np.ndarray, picked: np.ndarray, theta: float, n: int
@@ -172,7 +270,7 @@ class TopN:
         """(candidates, their exact scores, the candidates + `also` sorted, their coverage):
         every row of the true top n is a candidate."""
         if self.lean:
-            return self._lean(also)
+            return self._lean(n, also)
         s, rest, starts = self.s, self.rest, self.starts.tolist()
         m = len(self.order)
         if self.eligible is not None:
@@ -193,15 +291,33 @@ class TopN:
             picked = self._full(done, stop, floor(m))
             theta, pool = self._raise(pool, picked, theta, n)
             done, target = stop, 2 * starts[stop]
+            if self.full * FIRST_BATCH <= 2 * self.total and self._hopeless(theta):
+                return self._instead(n, also)
         if done < m:
             s.acc[also] = np.inf
+        alive: np.ndarray | None = None  # the rows still in the race, once worth listing
+        pending: list[np.ndarray] = []  # rows the race added to since theta was last raised
         while done < m:  # the rest only for the rows still in the race
             stop = done + 1
             while stop < m and starts[stop] - starts[done] < self.total // RACE_BATCH:
                 stop += 1
-            kept = self._raced(starts[done], starts[stop], floor(done))
-            theta, pool = self._raise(pool, kept, theta, n)
+            least = floor(done)
+            if alive is None and (self.total - starts[done]) * SCAN_NS > len(s.acc):
+                alive = (s.acc >= least).nonzero()[0]  # one pass over the rows
+            elif alive is not None:
+                alive = alive[s.acc.take(alive) >= least]
+            pairs = self.stream.parts[stop] - self.stream.parts[done]
+            looking = PAIR_NS * pairs + NEEDLE_NS * (stop - done) * (
+                len(alive) if alive is not None else self.total
+            )
+            if alive is not None and looking < SCAN_NS * (starts[stop] - starts[done]):
+                pending.append(self._looked_up(done, stop, alive))
+            else:
+                pending.append(self._raced(done, stop, least))
             done = stop
+            if done == m or sum(len(rows) for rows in pending) >= n:  # theta is worth raising
+                theta, pool = self._raise(pool, np.concatenate(pending), theta, n)
+                pending = []
         # The race's last field, and the `also` rows (their sums were set aside: +inf).
         seen = union(pool, also)
         cands = seen if self.eligible is None else seen[self.eligible[seen]]
@@ -210,38 +326,49 @@ class TopN:
     def coverage(self, rows: np.ndarray) -> Result:
         """No top rows: the coverage of `rows` (sorted) only."""
         s = self.s
+        self._load(0, len(self.order))
         s.flags[rows] = 1
         at = s.flags.take(self.rows, out=s.get("c_hit", self.total, np.uint8), mode="clip")
         s.flags[rows] = 0
         at = at.nonzero()[0]
         got, place = self.rows.take(at), self.starts.searchsorted(at, side="right") - 1
-        wide = np.empty(len(at))
-        self._contrib(got, self.raw.take(at), place, wide)
-        self.kept.append((got, place, wide))
+        self._keep(got, self.raw.take(at), place)
         return self._exact(rows[:0], rows)
 
-    def _lean(self, also: np.ndarray) -> Result:
-        """Every posting scored (in query-term order here) and summed per row in that order by
-        bincount, as the reference sums them, over the rows touched only."""
-        s, q, total = self.s, self.q, self.total
+    def _lean(self, n: int, also: np.ndarray) -> Result:
+        """Every posting scored, in query-term order here, and added up per row in that order
+        (np.add.at adds element after element, as np.bincount does): the exact sums, in the
+        view's own buffers, with nothing to prune."""
+        s, q, m = self.s, self.q, len(self.order)
+        self._load(0, m)
         rows, wide = self.rows, self.wide
-        self._contrib(rows, self.raw, self._places(0, len(self.order)), wide)
-        touched = np.sort(s.distinct("distinct", rows))
-        s.mark[touched] = s.ramp(len(touched))
-        local = s.mark.take(rows, out=s.get("c_local", total), mode="clip")
-        s.mark[touched] = -1
-        bm25 = np.bincount(local, weights=wide, minlength=len(touched)).astype(np.float32)
-        idf = self.idf.astype(np.float64).take(self.place)
-        covered = np.bincount(local, weights=idf, minlength=len(touched))
-        coverage = (covered / max(q.total, 1e-9)).astype(np.float32)
-        cands, scores = touched, bm25
+        terms = self._terms(0, m)
+        self._contrib(rows, self.raw, terms, wide)
+        np.add.at(s.acc, rows, wide)
+        idf = s.get("c_idf", self.total, np.float64)  # each posting's idf, for the coverage
+        if isinstance(terms, int):
+            for k in range(m):
+                idf[self.starts[k] : self.starts[k + 1]] = self.idf[k]
+        else:
+            np.copyto(idf, self.idf.take(terms))
+        np.add.at(s.cover, rows, idf)
+        positive = s.acc > 0
         if self.eligible is not None:
-            keep = self.eligible[touched]
-            cands, scores = touched[keep], bm25[keep]
-        seen = union(touched, also)
-        known = np.zeros(len(seen), dtype=np.float32)
-        known[np.searchsorted(seen, touched)] = coverage  # rows no term reaches: 0
-        return cands, scores, seen, known
+            positive &= self.eligible
+        cands = positive.nonzero()[0]
+        sums = s.acc.take(cands)
+        if len(cands) > n > 0:  # the n best and every row tied with the n-th
+            nth = np.partition(sums, len(sums) - n)[len(sums) - n]
+            cands, sums = cands[sums >= nth], sums[sums >= nth]
+        seen = union(cands, also)
+        coverage = (s.cover.take(seen) / max(q.total, 1e-9)).astype(np.float32)
+        if 4 * self.total > len(s.acc):
+            s.acc.fill(0)
+            s.cover.fill(0)
+        else:
+            s.acc[rows] = 0
+            s.cover[rows] = 0
+        return cands, sums.astype(np.float32), seen, coverage
 
     # -- exact sums -------------------------------------------------------------------------------
     def _exact(self, cands: np.ndarray, seen: np.ndarray) -> Result:
@@ -252,7 +379,8 @@ class TopN:
         s.flags[seen] = 1
         at = s.flags.take(self.rows[:full], out=s.get("c_hit", full, np.uint8), mode="clip")
         at = at.nonzero()[0]
-        rows, place, wide = [self.rows.take(at)], [self.place.take(at)], [self.wide.take(at)]
+        place = [self.starts.searchsorted(at, side="right") - 1]
+        rows, wide = [self.rows.take(at)], [self.wide.take(at)]
         for race_rows, race_place, race_wide in self.kept:
             hit = s.flags.take(race_rows).nonzero()[0]
             rows.append(race_rows.take(hit))

@@ -18,7 +18,6 @@ from ..errors import CorruptIndexError
 from .integrity import REBUILD
 
 PREAD_MIN = 1 << 20  # smaller postings (an update's segment) are read through their map
-SHIFT_EACH = 512  # parts averaging this many postings get their row offset added one by one
 
 Span = tuple[int, int, int]  # (segment, first posting, end)
 Range = tuple[int, int, int]  # (k: the term's place in the stream's order, first, end)
@@ -77,6 +76,7 @@ class Scratch:
 
     def __init__(self, n_rows: int) -> None:
         self.acc = np.zeros(n_rows)  # partial sums per row; all zero between queries
+        self.cover = np.zeros(n_rows)  # idf sums per row (coverage); all zero between queries
         self.mark = np.full(n_rows, -1, dtype=np.int64)  # a row's candidate index; -1 between
         self.stamp = np.zeros(n_rows, dtype=np.int64)  # any values (see `distinct`)
         self.flags = np.zeros(n_rows, dtype=np.uint8)  # rows asked about; zero between queries
@@ -125,38 +125,37 @@ class Chunk:
 
 class Stream:
     """The postings of `spans` (one list per term, in the order wanted) end to end; a chunk
-    is the postings of consecutive terms."""
+    is the postings of consecutive terms. Nothing is read until a chunk or a part is asked
+    for (a pread source reads into a buffer as long as the query, at the part's place)."""
 
     def __init__(
         self, sources: Sequence[Source], spans: Sequence[list[Span]], total: int, scratch: Scratch
     ) -> None:
-        self.docs: list[np.ndarray] = []
-        self.values: list[np.ndarray] = []
-        shifts, sizes, parts = [], [], [0]
-        read = [0, 0]  # how much of each pread buffer is taken
+        self.sources, self.scratch, self.total = sources, scratch, total
+        self.where: list[tuple[int, int, int]] = []  # (segment, lo, hi) of each part
+        parts = [0]
         for term in spans:
-            for seg, lo, hi in term:
-                source = sources[seg]
-                if source.mapped:
-                    self.docs.append(source.views[0][lo:hi])
-                    self.values.append(source.views[1][lo:hi])
-                else:  # read now, into buffers as long as the whole query
-                    for which, out in ((0, self.docs), (1, self.values)):
-                        dtype = source.views[which].dtype
-                        buf = scratch.get(f"pread{which}{dtype.char}", total, dtype)
-                        at = read[which]
-                        out.append(source.pread(which, lo, hi, buf[at : at + hi - lo]))
-                        read[which] = at + hi - lo
-                shifts.append(source.offset)
-                sizes.append(hi - lo)
-            parts.append(len(sizes))
-        self.total = total
-        self.dtype = np.result_type(*{v.dtype for v in self.values}) if self.values else np.uint16
-        self.shifts = np.asarray(shifts, dtype=np.int64)
-        self.starts = np.zeros(len(sizes) + 1, dtype=np.int64)  # of each part in the stream
-        np.cumsum(sizes, out=self.starts[1:])
+            self.where.extend(term)
+            parts.append(len(self.where))
         self.parts = parts  # parts[k]: the first part of the k-th term
+        self.segment = [seg for seg, _, _ in self.where]
+        self.shifts = np.asarray([sources[g].offset for g in self.segment], dtype=np.int64)
+        self.starts = np.zeros(len(self.where) + 1, dtype=np.int64)  # of each part
+        np.cumsum([hi - lo for _, lo, hi in self.where], out=self.starts[1:])
         self.term_starts = self.starts[parts]  # of each term in the stream
+        kinds = {sources[g].views[1].dtype for g in set(self.segment)}
+        self.dtype = np.result_type(*kinds) if kinds else np.dtype(np.uint16)
+
+    def part(self, p: int, which: int) -> np.ndarray:
+        """Docs (0) or values (1) of part p."""
+        seg, lo, hi = self.where[p]
+        source = self.sources[seg]
+        if source.mapped:
+            return source.views[which][lo:hi]
+        dtype = source.views[which].dtype
+        buf = self.scratch.get(f"pread{which}{dtype.char}", self.total, dtype)
+        at = int(self.starts[p])
+        return source.pread(which, lo, hi, buf[at : at + hi - lo])
 
     def chunk(self, k: int, stop: int) -> Chunk:
         """The postings of the terms k..stop-1."""
@@ -166,8 +165,8 @@ class Stream:
         return Chunk(
             base,
             int(self.term_starts[stop]),
-            self.docs[i:j],
-            self.values[i:j],
+            [self.part(p, 0) for p in range(i, j)],
+            [self.part(p, 1) for p in range(i, j)],
             self.shifts[i:j],
             self.starts[i:j] - base,
             [(t, ts[t] - base, ts[t + 1] - base) for t in range(k, stop)],
@@ -188,14 +187,6 @@ class Stream:
             return
         if (shifts == shifts[0]).all():
             rows += int(shifts[0])
-        elif len(shifts) * SHIFT_EACH <= len(rows):  # few parts for their size: one add each
-            ends = [*chunk.firsts.tolist()[1:], len(rows)]
-            for a, b, shift in zip(chunk.firsts.tolist(), ends, shifts.tolist(), strict=True):
-                if shift:
-                    rows[a:b] += shift
-        else:  # many short parts: each posting's offset as a running sum of the changes
-            step = scratch.get("step", len(rows))
-            step.fill(0)
-            step[chunk.firsts] = np.diff(shifts, prepend=0)
-            np.cumsum(step, out=step)
-            rows += step
+        else:  # each part's row offset, repeated (int32: rows stay far below 2**31)
+            sizes = np.diff(chunk.firsts, append=len(rows))
+            rows += np.repeat(shifts.astype(np.int32), sizes)
