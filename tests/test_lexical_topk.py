@@ -26,6 +26,12 @@ from indexer.index.store import current_generation
 from .conftest import commit_all
 
 ROOT = Path(__file__).resolve().parents[1]
+MODES: dict[str, dict[str, float]] = {
+    "shipped": {},
+    "lean": {"LEAN_POSTINGS": 10**9},
+    "race reads": {"LEAN_POSTINGS": 0, "PRUNE_MAX": 1.1, "SCAN_NS": 0},
+    "race looks up": {"LEAN_POSTINGS": 0, "PRUNE_MAX": 1.1, "PAIR_NS": 0, "NEEDLE_NS": 0},
+}
 
 
 @pytest.fixture(scope="module")
@@ -119,13 +125,17 @@ def test_pruned_top_rows_equal_exhaustive_scoring(
     also = np.asarray(
         data.draw(st.lists(st.integers(0, view.n_docs - 1), max_size=300)), dtype=np.int64
     )
-    # This index is small: most queries would take the lean path; force pruning half the time.
-    lean = lexical_topk.LEAN_POSTINGS
-    lexical_topk.LEAN_POSTINGS = data.draw(st.sampled_from([0, lean]))
+    # This index is small: most queries would take the lean path. Force each path: pruning
+    # (the race reading postings, or looking rows up in them) and the lean pass.
+    mode = data.draw(st.sampled_from(sorted(MODES)))
+    saved = {name: getattr(lexical_topk, name) for name in MODES[mode]}
+    for name, value in MODES[mode].items():
+        setattr(lexical_topk, name, value)
     try:
         assert_top_equals_exhaustive(view, terms, boosts, n, allowed, also)
     finally:
-        lexical_topk.LEAN_POSTINGS = lean
+        for name, value in saved.items():
+            setattr(lexical_topk, name, value)
 
 
 def test_long_reports_are_pruned_and_exact(
@@ -133,15 +143,31 @@ def test_long_reports_are_pruned_and_exact(
 ) -> None:
     """A report-sized query of common words leaves most postings unscored, same answer."""
     monkeypatch.setattr(lexical_topk, "LEAN_POSTINGS", 0)  # this index's queries are small
+    monkeypatch.setattr(lexical_topk, "PRUNE_MAX", 1.1)
     for index in views.values():
         view = index.lexical
         _, common = vocabulary(view)
         rare = ["dense", "rerank", "fusion", "segment", "manifest", "overlay", "pread"]
         terms = common[:40] * 2 + rare
         boosts = {t: (2.0 if t in rare else 0.6) for t in terms}
-        assert_top_equals_exhaustive(view, terms, boosts, 50, None, np.arange(5))
+        assert_top_equals_exhaustive(view, terms, boosts, 10, None, np.arange(5))
         stats = view.last_stats
         assert stats["scored"] < stats["postings"] / 2, stats
+
+
+def test_the_race_looks_rows_up_when_few_are_left(
+    views: dict[str, Index], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Binary search in the terms left, for the rows still in the race: the same answer."""
+    for name, value in MODES["race looks up"].items():
+        monkeypatch.setattr(lexical_topk, name, value)
+    for index in views.values():
+        view = index.lexical
+        _, common = vocabulary(view)
+        terms = [*common[:30], "segment", "manifest", "overlay", "rerank"]
+        boosts = {t: 2.0 for t in terms[-4:]}
+        assert_top_equals_exhaustive(view, terms, boosts, 20, None, np.arange(0, view.n_docs, 50))
+        assert view.last_stats["looked_up"] > 0, view.last_stats
 
 
 def test_empty_and_unknown_queries(views: dict[str, Index]) -> None:

@@ -100,6 +100,7 @@ class TopN:
         self.wide = scratch.get("wide", total, np.float64)  # contributions of [:full]
         self.full = 0
         self.kept: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # race: rows, place, c
+        self.looked = 0  # terms the race looked rows up in
 
     @property
     def scored(self) -> int:
@@ -223,6 +224,7 @@ class TopN:
         """Score the postings of the terms order[k:stop] of the rows `alive` (sorted), found by
         binary search in each (term, segment) span instead of reading it all."""
         stream = self.stream
+        self.looked += stop - k
         cut = alive.searchsorted(self.offsets).tolist()
         local: dict[int, np.ndarray] = {}
         rows, raw, place = [], [], []

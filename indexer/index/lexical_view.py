@@ -251,7 +251,12 @@ class LexicalView:
             cands, scores, seen, coverage = (
                 search.run(n, also_rows) if n > 0 else search.coverage(also_rows)
             )
-            self.last_stats = {"postings": search.total, "scored": search.scored}
+            if n > 0:  # (a coverage lookup is not a search)
+                self.last_stats = {
+                    "postings": search.total,
+                    "scored": search.scored,
+                    "looked_up": search.looked,
+                }
         except BaseException:
             if owned:
                 self._scratch = None  # its buffers may hold this query's partial sums
