@@ -102,7 +102,7 @@ def assert_top_equals_exhaustive(
 
 @pytest.mark.parametrize("name", ["streamed", "updated", "merged"])
 @settings(
-    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(data=st.data())
 def test_pruned_top_rows_equal_exhaustive_scoring(
