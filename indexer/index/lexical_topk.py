@@ -35,8 +35,10 @@ from .postings import Scratch, Source, Span, Stream, union
 MARGIN = 1e-6
 FIRST_BATCH = 64  # the first batch holds 1/64 of the query's postings (at least one term)
 RACE_BATCH = 32  # a batch of the race holds 1/32 of them (at least one term)
-LEAN_POSTINGS = 16384  # fewer postings: scored in full, without the pruning's bookkeeping
-PRUNE_MAX = 0.4  # pruning stops, and all is scored, when more would be scored in full
+LEAN_POSTINGS = 1 << 19  # fewer postings: scored in full, without the pruning's bookkeeping
+# After the first batch, theta tells how much pruning would still score in full (measured: within
+# a few points of what it does); above this share, scoring everything in query order is cheaper.
+PRUNE_MAX = 0.2
 # The race reads a term's postings or looks its rows up: costs in ns, measured on this project.
 SCAN_NS = 9  # per posting read, summed and compared
 PAIR_NS = 8000  # per (term, segment) pair looked up
@@ -197,10 +199,15 @@ class TopN:
         place = self.starts.searchsorted(at, side="right") - 1
         return self._keep(rows, self.raw.take(at), place)
 
-    def _hopeless(self, theta: float) -> bool:
-        """After the first batch: would the terms to score in full (as far as theta says now;
-        it only rises) hold most postings? Then pruning costs more than it saves."""
-        k = int(np.searchsorted(-self.rest, -theta * (1 - 2 * MARGIN), side="left"))
+    def _hopeless(self, rows: np.ndarray, n: int) -> bool:
+        """After the first batch: would the terms to score in full (as far as theta, estimated
+        from its rows, says; measured: within a few points of what pruning then does) hold more
+        than PRUNE_MAX of the postings? Then scoring all in query order is cheaper."""
+        sums = self.s.acc.take(rows)
+        if len(sums) < n:
+            return True
+        theta = float(np.partition(sums, len(sums) - n)[len(sums) - n])
+        k = int(np.searchsorted(-self.rest, -theta, side="left"))
         return bool(self.starts[min(k, len(self.order))] > PRUNE_MAX * self.total)
 
     def _instead(self, n: int, also: np.ndarray) -> Result:
@@ -291,10 +298,10 @@ class TopN:
             while stop < m and starts[stop] - starts[done] < target and not beaten(stop):
                 stop += 1
             picked = self._full(done, stop, floor(m))
+            if done == 0 and stop < m and self._hopeless(picked, n):
+                return self._instead(n, also)
             theta, pool = self._raise(pool, picked, theta, n)
             done, target = stop, 2 * starts[stop]
-            if self.full * FIRST_BATCH <= 2 * self.total and self._hopeless(theta):
-                return self._instead(n, also)
         if done < m:
             s.acc[also] = np.inf
         alive: np.ndarray | None = None  # the rows still in the race, once worth listing
@@ -347,13 +354,6 @@ class TopN:
         terms = self._terms(0, m)
         self._contrib(rows, self.raw, terms, wide)
         np.add.at(s.acc, rows, wide)
-        idf = s.get("c_idf", self.total, np.float64)  # each posting's idf, for the coverage
-        if isinstance(terms, int):
-            for k in range(m):
-                idf[self.starts[k] : self.starts[k + 1]] = self.idf[k]
-        else:
-            np.copyto(idf, self.idf.take(terms))
-        np.add.at(s.cover, rows, idf)
         positive = s.acc > 0
         if self.eligible is not None:
             positive &= self.eligible
@@ -363,13 +363,18 @@ class TopN:
             nth = np.partition(sums, len(sums) - n)[len(sums) - n]
             cands, sums = cands[sums >= nth], sums[sums >= nth]
         seen = union(cands, also)
-        coverage = (s.cover.take(seen) / max(q.total, 1e-9)).astype(np.float32)
+        # Coverage of those rows only: their postings' idf, added in posting order.
+        s.flags[seen] = 1
+        at = s.flags.take(rows, out=s.get("c_hit", self.total, np.uint8), mode="clip")
+        s.flags[seen] = 0
+        at = at.nonzero()[0]
+        idf = self.idf.astype(np.float64).take(self.starts.searchsorted(at, side="right") - 1)
+        covered = np.bincount(seen.searchsorted(rows.take(at)), weights=idf, minlength=len(seen))
+        coverage = (covered / max(q.total, 1e-9)).astype(np.float32)
         if 4 * self.total > len(s.acc):
             s.acc.fill(0)
-            s.cover.fill(0)
         else:
             s.acc[rows] = 0
-            s.cover[rows] = 0
         return cands, sums.astype(np.float32), seen, coverage
 
     # -- exact sums -------------------------------------------------------------------------------

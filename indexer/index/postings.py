@@ -76,7 +76,6 @@ class Scratch:
 
     def __init__(self, n_rows: int) -> None:
         self.acc = np.zeros(n_rows)  # partial sums per row; all zero between queries
-        self.cover = np.zeros(n_rows)  # idf sums per row (coverage); all zero between queries
         self.mark = np.full(n_rows, -1, dtype=np.int64)  # a row's candidate index; -1 between
         self.stamp = np.zeros(n_rows, dtype=np.int64)  # any values (see `distinct`)
         self.flags = np.zeros(n_rows, dtype=np.uint8)  # rows asked about; zero between queries
