@@ -1,36 +1,36 @@
-"""Exact top-N BM25 without scoring every posting: MaxScore pruning (as Lucene and tantivy
-prune), term at a time and vectorised.
+"""Exact top-N BM25 over a query's postings: one pass that scores them all, or MaxScore pruning
+(as Lucene and tantivy prune), term at a time and vectorised, when it pays.
 
-A posting of term t never scores more than its bound, weight x idf x (k1 + 1). Terms are taken
-in decreasing order of that bound and their postings scored in full, batch by batch, into
-per-row partial sums, until the bounds of the terms left add up to less than the N-th best
-partial sum (theta, a lower bound of the N-th best score): a row none of the scored terms has
+Pruning: a posting of term t never scores more than its bound, weight x idf x (k1 + 1). Terms
+are taken in decreasing order of that bound and their postings scored in full, batch by batch,
+into per-row partial sums, until the bounds of the terms left add up to less than theta, the
+N-th best partial sum (a lower bound of the N-th best score): a row none of the scored terms has
 cannot enter the top N any more. The terms left (a long query's common words: huge postings,
-tiny idf) are then scored only for the rows still in the race, those whose partial sum plus
-the bounds left reaches theta (theta rises, the bounds left shrink, term after term), and for
-the rows the caller wants the keyword coverage of (`also`).
+tiny idf) are then scored only for the rows still in the race, those whose sum plus the bounds
+left reaches theta, read in full or, once few rows are left, looked up by binary search in each
+(term, segment) span; and for the rows the caller wants the keyword coverage of (`also`). In
+numpy the bookkeeping costs about what it saves unless most postings are skipped, so the first
+batch's theta decides: pruning goes on only if it would score at most PRUNE_MAX of the postings
+in full, else (and for queries with fewer than LEAN_POSTINGS postings) one pass scores them all.
 
-The result is the exhaustive scoring's, bit for bit (indexer/index/lexical_view.py `score`, the
-reference): each posting scored goes through the same float32 arithmetic, and the final rows'
-contributions are summed in float64 in query-term order, the order `np.bincount` sums them in.
-Pruning decisions read partial sums taken in another order, so each comparison carries a
-relative margin (1e-6, against float32's 6e-8) that can only keep a row, never drop one.
-
-Every posting of the query is read once, up front, into buffers the view reuses (fresh
-memory costs page faults; indexer/index/postings.py); batches are slices of them, so a query
-costs a few dozen numpy calls, not some per (term, segment).
+Either way the result is the exhaustive scoring's, bit for bit (lexical_view.py `score`, the
+reference): each posting goes through the same float32 arithmetic, and a row's contributions
+are summed in float64 in query-term order, the order np.bincount sums them in (np.add.at over
+postings laid out in query order; or, after pruning, per candidate, term after term). Pruning
+decisions read partial sums taken in another order, so each comparison carries a relative
+margin (1e-6, against float32's 6e-8) that can only keep a row, never drop one. Everything runs
+in buffers the view reuses (fresh memory costs page faults: indexer/index/postings.py).
 """
 
 from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
 
 from .lexical import K1
-from .postings import Scratch, Source, Span, Stream, union
+from .postings import Scratch, Source, Stream, Terms, union
 
 MARGIN = 1e-6
 FIRST_BATCH = 64  # the first batch holds 1/64 of the query's postings (at least one term)
@@ -47,16 +47,6 @@ SCALAR_TERM = 1024  # postings per term from which its idf and weight multiply a
 EXACT_CELLS = 1 << 22  # (terms x rows) of the final sums done at once
 
 Result = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
-
-
-@dataclass
-class Terms:
-    """A query resolved against a view: its known terms in query order."""
-
-    weights: np.ndarray  # float32: 1 + log(count in the query), times the term's boost
-    idf: np.ndarray  # float32
-    spans: list[list[Span]]  # each term's postings in each segment that has it
-    total: float  # the coverage denominator (unknown terms count at a df=1 term's idf)
 
 
 class TopN:
@@ -118,40 +108,34 @@ class TopN:
         x weight; or precomputed score x weight). `place`: each posting's term (its place in
         the order), or k for postings laid out as the terms k, k+1, ... (starts[k]:...)."""
         s, n = self.s, len(rows)
-        c = s.get("c_contrib", n, np.float32)
         tf = raw if raw.dtype == np.float32 else s.get("c_tf", n, np.float32)
         if tf is not raw:
-            np.copyto(tf, raw)
-        spans: list[tuple[int, int, int]] = []
-        if isinstance(place, int):  # consecutive terms: their idf and weight as scalars
-            a = int(self.starts[place])
-            stop = int(np.searchsorted(self.starts, a + n, side="left"))
-            bounds = (self.starts[place : stop + 1] - a).tolist()
+            np.copyto(tf, raw)  # (or the precomputed score)
+        c = s.get("c_contrib", n, np.float32)
+        np.copyto(c, tf)
+        tmp = s.get("c_tmp", n, np.float32)
+        spans = []
+        if isinstance(place, int):
+            bounds = self.starts[place:] - self.starts[place]
+            bounds = bounds[: int(np.searchsorted(bounds, n)) + 1].tolist()
             spans = [(place + i, x, y) for i, (x, y) in enumerate(itertools.pairwise(bounds))]
-        if self.norm is None:
+
+        def times(table: np.ndarray) -> None:  # c *= table[term]: term by term, or gathered
             if spans:
                 for k, x, y in spans:
-                    np.multiply(tf[x:y], self.weights[k], out=c[x:y])
+                    np.multiply(c[x:y], table[k], out=c[x:y])
             else:
-                self.weights.take(place, out=c, mode="clip")
-                c *= tf
-            np.copyto(out, c)
-            return
-        if spans:
-            for k, x, y in spans:
-                np.multiply(tf[x:y], self.idf[k], out=c[x:y])
+                np.multiply(c, table.take(place, out=tmp, mode="clip"), out=c)
+
+        if self.norm is None:
+            times(self.weights)
         else:
-            self.idf.take(place, out=c, mode="clip")
-            c *= tf
-        c *= K1 + 1
-        tmp = self.norm.take(rows, out=s.get("c_tmp", n, np.float32), mode="clip")
-        tmp += tf
-        c /= tmp
-        if spans:
-            for k, x, y in spans:
-                c[x:y] *= self.weights[k]
-        else:
-            c *= self.weights.take(place, out=tmp, mode="clip")
+            times(self.idf)  # tf * idf
+            c *= K1 + 1
+            self.norm.take(rows, out=tmp, mode="clip")
+            tmp += tf
+            c /= tmp
+            times(self.weights)
         np.copyto(out, c)
 
     def _terms(self, k: int, stop: int) -> np.ndarray | int:

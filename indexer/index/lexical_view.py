@@ -25,8 +25,8 @@ import numpy as np
 from ..errors import CorruptIndexError
 from .integrity import REBUILD
 from .lexical import K1, B
-from .lexical_topk import Terms, TopN
-from .postings import PREAD_MIN, Scratch, Source, union
+from .lexical_topk import TopN
+from .postings import PREAD_MIN, Scratch, Source, Terms, union
 from .reader import RowSpace
 
 

@@ -76,7 +76,6 @@ class Scratch:
 
     def __init__(self, n_rows: int) -> None:
         self.acc = np.zeros(n_rows)  # partial sums per row; all zero between queries
-        self.mark = np.full(n_rows, -1, dtype=np.int64)  # a row's candidate index; -1 between
         self.stamp = np.zeros(n_rows, dtype=np.int64)  # any values (see `distinct`)
         self.flags = np.zeros(n_rows, dtype=np.uint8)  # rows asked about; zero between queries
         self.lock = threading.Lock()
@@ -109,6 +108,16 @@ class Scratch:
         got = self.stamp.take(rows, out=self.get("got", len(rows)), mode="clip")
         same = np.equal(got, ramp, out=self.get("same", len(rows), bool))
         return self.compress(name, same, rows)
+
+
+@dataclass
+class Terms:
+    """A query resolved against a view: its known terms in query order."""
+
+    weights: np.ndarray  # float32: 1 + log(count in the query), times the term's boost
+    idf: np.ndarray  # float32
+    spans: list[list[Span]]  # each term's postings in each segment that has it
+    total: float  # the coverage denominator (unknown terms count at a df=1 term's idf)
 
 
 @dataclass
