@@ -338,10 +338,16 @@ class TopN:
         terms = self._terms(0, m)
         self._contrib(rows, self.raw, terms, wide)
         np.add.at(s.acc, rows, wide)
-        positive = s.acc > 0
-        if self.eligible is not None:
-            positive &= self.eligible
-        cands = positive.nonzero()[0]
+        if 8 * self.total < len(s.acc):  # few postings: their rows, not every row
+            cands = union(rows)
+            cands = cands[s.acc.take(cands) > 0]
+            if self.eligible is not None:
+                cands = cands[self.eligible.take(cands)]
+        else:
+            positive = s.acc > 0
+            if self.eligible is not None:
+                positive &= self.eligible
+            cands = positive.nonzero()[0]
         sums = s.acc.take(cands)
         if len(cands) > n > 0:  # the n best and every row tied with the n-th
             nth = np.partition(sums, len(sums) - n)[len(sums) - n]

@@ -114,6 +114,11 @@ class LexicalView:
         self.last_stats: dict[str, int] = {}  # postings of the last `top` and how many it scored
 
     @cached_property
+    def _rare(self) -> float:
+        """The idf of a df=1 term (what an unknown query term counts in the coverage)."""
+        return float(idf_of(self.n_docs, np.asarray([1]))[0])
+
+    @cached_property
     def doc_lengths(self) -> np.ndarray:
         return np.asarray(self.space.gather("doc_lengths"), dtype=np.float32)
 
@@ -181,8 +186,7 @@ class LexicalView:
         )
         term_idf = idf_of(self.n_docs, np.asarray([self.df(t) for t in query]))
         unknown = max(0, len(every) - len(query))
-        top = float(idf_of(self.n_docs, np.asarray([1]))[0])
-        total = float(term_idf.sum()) + unknown * top
+        total = float(term_idf.sum()) + unknown * self._rare
         return Terms(weights, term_idf, [self.spans(t) for t in query], total)
 
     # -- pruned top rows (indexer/index/lexical_topk.py) ------------------------------------------

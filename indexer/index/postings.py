@@ -196,5 +196,7 @@ class Stream:
         if (shifts == shifts[0]).all():
             rows += int(shifts[0])
         else:  # each part's row offset, repeated (int32: rows stay far below 2**31)
-            sizes = np.diff(chunk.firsts, append=len(rows))
+            sizes = np.empty(len(shifts), dtype=np.int64)
+            sizes[:-1] = chunk.firsts[1:] - chunk.firsts[:-1]
+            sizes[-1] = len(rows) - chunk.firsts[-1]
             rows += np.repeat(shifts.astype(np.int32), sizes)
