@@ -2,11 +2,12 @@
 
 Segments store raw term frequencies and document lengths (and, for speed, each posting's score
 with the segment's own statistics, used while one segment is the whole index). Otherwise a query
-computes, for its own terms
-only, the document frequency over live postings of every segment, the idf from the live row
-count, and each posting's BM25 contribution with the live rows' average length: the scores a
-single index of the same rows gives, bit for bit (the same float32 arithmetic on the same
-values; a row's contributions are summed in query-term order whatever segment holds it).
+computes, for its own terms only, the document frequency over live postings of every segment,
+the idf from the live row count, and each posting's BM25 contribution with the live rows'
+average length: the scores a single index of the same rows gives, bit for bit (the same float32
+arithmetic on the same values; a row's contributions are summed in query-term order whatever
+segment holds it). `score` scores every posting (the reference); `top`, what a search asks, the
+n best rows and the coverage of the rows the ranking reads (indexer/index/lexical_topk.py).
 """
 
 from __future__ import annotations
