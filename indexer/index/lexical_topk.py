@@ -36,6 +36,7 @@ MARGIN = 1e-6
 FIRST_BATCH = 64  # the first batch holds 1/64 of the query's postings (at least one term)
 RACE_BATCH = 32  # a batch of the race holds 1/32 of them (at least one term)
 LEAN_POSTINGS = 1 << 19  # fewer postings: scored in full, without the pruning's bookkeeping
+LEAN_CHUNK = 1 << 17  # postings the one pass scores at once (a longer term: on its own)
 # After the first batch, theta tells how much pruning would still score in full (measured: within
 # a few points of what it does); above this share, scoring everything in query order is cheaper.
 PRUNE_MAX = 0.2
@@ -108,11 +109,8 @@ class TopN:
         x weight; or precomputed score x weight). `place`: each posting's term (its place in
         the order), or k for postings laid out as the terms k, k+1, ... (starts[k]:...)."""
         s, n = self.s, len(rows)
-        tf = raw if raw.dtype == np.float32 else s.get("c_tf", n, np.float32)
-        if tf is not raw:
-            np.copyto(tf, raw)  # (or the precomputed score)
         c = s.get("c_contrib", n, np.float32)
-        np.copyto(c, tf)
+        np.copyto(c, raw)  # tf (or the precomputed score) as float32
         tmp = s.get("c_tmp", n, np.float32)
         spans = []
         if isinstance(place, int):
@@ -125,15 +123,16 @@ class TopN:
                 for k, x, y in spans:
                     np.multiply(c[x:y], table[k], out=c[x:y])
             else:
-                np.multiply(c, table.take(place, out=tmp, mode="clip"), out=c)
+                gathered = s.get("c_gathered", n, np.float32)
+                np.multiply(c, table.take(place, out=gathered, mode="clip"), out=c)
 
         if self.norm is None:
             times(self.weights)
         else:
+            self.norm.take(rows, out=tmp, mode="clip")
+            tmp += c  # tf + norm
             times(self.idf)  # tf * idf
             c *= K1 + 1
-            self.norm.take(rows, out=tmp, mode="clip")
-            tmp += tf
             c /= tmp
             times(self.weights)
         np.copyto(out, c)
@@ -333,11 +332,16 @@ class TopN:
         (np.add.at adds element after element, as np.bincount does): the exact sums, in the
         view's own buffers, with nothing to prune."""
         s, q, m = self.s, self.q, len(self.order)
-        self._load(0, m)
-        rows, wide = self.rows, self.wide
-        terms = self._terms(0, m)
-        self._contrib(rows, self.raw, terms, wide)
-        np.add.at(s.acc, rows, wide)
+        rows, starts, k = self.rows, self.starts.tolist(), 0
+        while k < m:  # terms a chunk at a time: the temporaries stay small
+            stop = k + 1
+            while stop < m and starts[stop + 1] - starts[k] <= LEAN_CHUNK:
+                stop += 1
+            a, b = self._load(k, stop)
+            wide = s.get("c_wide", b - a, np.float64)
+            self._contrib(rows[a:b], self.raw[a:b], self._terms(k, stop), wide)
+            np.add.at(s.acc, rows[a:b], wide)
+            k = stop
         if 8 * self.total < len(s.acc):  # few postings: their rows, not every row
             cands = union(rows)
             cands = cands[s.acc.take(cands) > 0]
