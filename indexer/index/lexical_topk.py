@@ -30,7 +30,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from .lexical import K1
-from .postings import Scratch, Source, Stream, Terms, union
+from .postings import Scratch, Source, Stream, Terms, in_query_order, union
 
 MARGIN = 1e-6
 FIRST_BATCH = 64  # the first batch holds 1/64 of the query's postings (at least one term)
@@ -394,8 +394,9 @@ class TopN:
         step = max(1, EXACT_CELLS // max(m, 1))
         for a in range(0, len(seen), step):  # blocks of rows bound the (terms x rows) tables
             inside = (col >= a) & (col < a + step)
-            bm25[a : a + step], coverage[a : a + step] = self._sums(
-                term[inside], col[inside] - a, value[inside], min(step, len(seen) - a)
+            k = min(step, len(seen) - a)
+            bm25[a : a + k], coverage[a : a + k] = in_query_order(
+                self.s, self.q, self.order, term[inside], col[inside] - a, value[inside], k
             )
         if self.eligible is not None or 4 * full > len(s.acc):
             s.acc.fill(0)
@@ -405,22 +406,3 @@ class TopN:
                 s.acc[race_rows] = 0
             s.acc[seen] = 0  # `also` rows: +inf
         return cands, bm25[np.searchsorted(seen, cands)], seen, coverage
-
-    def _sums(
-        self, place: np.ndarray, col: np.ndarray, value: np.ndarray, k: int
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """Sums over (term place, column, contribution) triples in query-term order."""
-        s, q = self.s, self.q
-        m = len(q.weights)
-        term = np.asarray(self.order, dtype=np.int64).take(place)
-        scores = s.get("x_scores", m * k, np.float32).reshape(m, k)
-        scores.fill(0)
-        scores[term, col] = value
-        present = s.get("x_present", m * k, np.float32).reshape(m, k)
-        present.fill(0)
-        present[term, col] = q.idf.take(term)
-        # Reduced along the slow axis, numpy adds term after term (no pairwise summation):
-        # the sum np.bincount makes of each row's postings in query-term order.
-        bm25 = np.add.reduce(scores, axis=0, dtype=np.float64).astype(np.float32)
-        covered = np.add.reduce(present, axis=0, dtype=np.float64)
-        return bm25, (covered / max(q.total, 1e-9)).astype(np.float32)

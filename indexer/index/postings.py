@@ -200,3 +200,30 @@ class Stream:
             sizes[:-1] = chunk.firsts[1:] - chunk.firsts[:-1]
             sizes[-1] = len(rows) - chunk.firsts[-1]
             rows += np.repeat(shifts.astype(np.int32), sizes)
+
+
+def in_query_order(
+    scratch: Scratch,
+    terms: Terms,
+    order: Sequence[int],
+    place: np.ndarray,
+    col: np.ndarray,
+    value: np.ndarray,
+    k: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """(BM25, coverage) of k columns from (term place in `order`, column, contribution)
+    triples: each column's contributions, and its terms' idf, summed term after term in query
+    order."""
+    m = len(terms.weights)
+    term = np.asarray(order, dtype=np.int64).take(place)
+    scores = scratch.get("x_scores", m * k, np.float32).reshape(m, k)
+    scores.fill(0)
+    scores[term, col] = value
+    present = scratch.get("x_present", m * k, np.float32).reshape(m, k)
+    present.fill(0)
+    present[term, col] = terms.idf.take(term)
+    # Reduced along the slow axis, numpy adds term after term (no pairwise summation):
+    # the sum np.bincount makes of each row's postings in query-term order.
+    bm25 = np.add.reduce(scores, axis=0, dtype=np.float64).astype(np.float32)
+    covered = np.add.reduce(present, axis=0, dtype=np.float64)
+    return bm25, (covered / max(terms.total, 1e-9)).astype(np.float32)
