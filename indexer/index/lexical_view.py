@@ -2,11 +2,12 @@
 
 Segments store raw term frequencies and document lengths (and, for speed, each posting's score
 with the segment's own statistics, used while one segment is the whole index). Otherwise a query
-computes, for its own terms
-only, the document frequency over live postings of every segment, the idf from the live row
-count, and each posting's BM25 contribution with the live rows' average length: the scores a
-single index of the same rows gives, bit for bit (the same float32 arithmetic on the same
-values; a row's contributions are summed in query-term order whatever segment holds it).
+computes, for its own terms only, the document frequency over live postings of every segment,
+the idf from the live row count, and each posting's BM25 contribution with the live rows'
+average length: the scores a single index of the same rows gives, bit for bit (the same float32
+arithmetic on the same values; a row's contributions are summed in query-term order whatever
+segment holds it). `score` scores every posting (the reference); `top`, what a search asks, the
+n best rows and the coverage of the rows the ranking reads (indexer/index/lexical_topk.py).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import math
 import os
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
@@ -25,9 +27,9 @@ from ..errors import CorruptIndexError
 from .columns import Lines
 from .integrity import REBUILD
 from .lexical import K1, B
+from .lexical_topk import TopN
+from .postings import PREAD_MIN, Scratch, Source, Terms, union
 from .reader import RowSpace
-
-PREAD_MIN = 1 << 20  # smaller postings (an update's segment) are read through their map
 
 
 def read_spans(array: np.ndarray, starts: np.ndarray, lens: np.ndarray) -> np.ndarray:
@@ -86,6 +88,30 @@ class _IdfTable:
         return self.values[i]
 
 
+@dataclass
+class LexicalHits:
+    """The BM25 top rows of a query, and the keyword coverage of the rows the ranking reads."""
+
+    rows: np.ndarray  # best first, every one with a positive score; ties in row order
+    scores: np.ndarray  # float32, exactly LexicalView.score's
+    seen: np.ndarray  # sorted rows whose coverage is known (rows + `also`)
+    seen_coverage: np.ndarray
+    view: LexicalView
+    terms: Sequence[str]
+
+    def coverage(self, rows: np.ndarray) -> np.ndarray:
+        """Idf-weighted fraction of the query's terms each row has (LexicalView.score's)."""
+        rows = np.asarray(rows, dtype=np.int64)
+        pos = np.clip(np.searchsorted(self.seen, rows), 0, max(len(self.seen) - 1, 0))
+        known = self.seen[pos] == rows if len(self.seen) else np.zeros(len(rows), dtype=bool)
+        if known.all():
+            return self.seen_coverage[pos]
+        out = np.zeros(len(rows), dtype=np.float32)
+        out[known] = self.seen_coverage[pos[known]]
+        out[~known] = self.view.coverage(self.terms, rows[~known])
+        return out
+
+
 class LexicalView:
     def __init__(self, space: RowSpace) -> None:
         self.space = space
@@ -94,6 +120,13 @@ class LexicalView:
         self._ids: dict[str, int | None] = {}
         self._spans: dict[str, list[tuple[int, int, int]]] = {}
         self._df: dict[str, int] = {}
+        self._scratch: Scratch | None = None
+        self.last_stats: dict[str, int] = {}  # postings of the last `top` and how many it scored
+
+    @cached_property
+    def _rare(self) -> float:
+        """The idf of a df=1 term (what an unknown query term counts in the coverage)."""
+        return float(idf_of(self.n_docs, np.asarray([1]))[0])
 
     @cached_property
     def doc_lengths(self) -> np.ndarray:
@@ -144,10 +177,128 @@ class LexicalView:
                 self.idf.values.append(float(idf_of(self.n_docs, np.asarray([df]))[0]))
         return self._ids[term]
 
+    def resolve(
+        self, terms: Sequence[str], boosts: Mapping[str, float] | None = None
+    ) -> Terms | None:
+        """The query's known terms (query order) with their weights, idf and postings; None
+        when no live row has any."""
+        every = Counter(terms)  # first occurrences in query order, as the reference counts
+        counts = {t: c for t, c in every.items() if self.term_id(t) is not None}
+        if not counts:
+            return None
+        boosts = boosts or {}
+        query = list(counts)
+        weights = np.fromiter(
+            ((1.0 + math.log(c)) * boosts.get(t, 1.0) for t, c in counts.items()),
+            dtype=np.float32,
+            count=len(counts),
+        )
+        term_idf = idf_of(self.n_docs, np.asarray([self.df(t) for t in query]))
+        unknown = max(0, len(every) - len(query))
+        total = float(term_idf.sum()) + unknown * self._rare
+        return Terms(weights, term_idf, [self.spans(t) for t in query], total)
+
+    # -- pruned top rows (indexer/index/lexical_topk.py) ------------------------------------------
+    @cached_property
+    def _sources(self) -> list[Source]:
+        identity = self.space.identity  # one segment, nothing deleted: its own scores are global
+        out = []
+        for segment, offset in zip(
+            self.space.segments, self.space.seg_offsets.tolist(), strict=False
+        ):
+            _, docs, tfs = segment.postings
+            out.append(Source(docs, segment.scores if identity else tfs, int(offset)))
+        return out
+
+    @cached_property
+    def _laid_out(self) -> tuple[np.ndarray | None, np.ndarray | None, np.ndarray | None]:
+        """(norm, global row, live) of every row of the segments laid end to end; norm None
+        for one segment (its precomputed scores), the others None where rows are global."""
+        space = self.space
+        if space.identity:
+            return None, None, None
+        if space.concatenated:
+            return self.norm, None, None
+        to_global = space.cat_to_global
+        live = to_global >= 0
+        norm = np.ones(len(to_global), dtype=np.float32)
+        norm[live] = self.norm[to_global[live]]
+        return norm, to_global, live
+
+    def top(
+        self,
+        terms: Sequence[str],
+        boosts: Mapping[str, float] | None,
+        n: int,
+        allowed: np.ndarray | None = None,
+        also: np.ndarray | None = None,
+    ) -> LexicalHits:
+        """The n best rows by BM25 among `allowed` (a row mask), as `top_rows(score(...), n)`
+        gives them, with the coverage of those rows and of `also` (rows the caller will ask
+        about), without scoring every posting of the query's common terms."""
+        also_rows = np.zeros(0, dtype=np.int64) if also is None else np.asarray(also, np.int64)
+        query = self.resolve(terms, boosts)
+        if query is None or self.n_docs == 0:
+            rows, seen = np.zeros(0, dtype=np.int64), union(also_rows)
+            none = np.zeros(0, dtype=np.float32)
+            return LexicalHits(rows, none, seen, np.zeros(len(seen), np.float32), self, terms)
+        norm, to_global, _ = self._laid_out
+        eligible = allowed
+        if to_global is not None:
+            eligible = np.zeros(len(to_global), dtype=bool)
+            eligible[self.space.global_to_cat] = True if allowed is None else allowed
+            also_rows = self.space.global_to_cat[also_rows]
+        also_rows = union(also_rows)
+        if self._scratch is None:
+            self._scratch = Scratch(int(self.space.seg_offsets[-1]))
+        scratch = self._scratch
+        owned = scratch.lock.acquire(blocking=False)  # else another thread searches this view
+        try:
+            search = TopN(
+                self._sources,
+                norm,
+                query,
+                scratch if owned else Scratch(len(scratch.acc)),
+                eligible,
+            )
+            cands, scores, seen, coverage = (
+                search.run(n, also_rows) if n > 0 else search.coverage(also_rows)
+            )
+            if n > 0:  # (a coverage lookup is not a search)
+                self.last_stats = {
+                    "postings": search.total,
+                    "scored": search.scored,
+                    "looked_up": search.looked,
+                }
+        except BaseException:
+            if owned:
+                self._scratch = None  # its buffers may hold this query's partial sums
+            raise
+        finally:
+            if owned:
+                scratch.lock.release()
+        if to_global is not None:
+            cands, seen = to_global[cands], to_global[seen]
+            order = np.argsort(seen)
+            seen, coverage = seen[order], coverage[order]
+        positive = scores > 0
+        cands, scores = cands[positive], scores[positive]
+        if len(scores) > n > 0:  # the n best and every row tied with the n-th
+            nth = np.partition(scores, len(scores) - n)[len(scores) - n]
+            keep = scores >= nth
+            cands, scores = cands[keep], scores[keep]
+        best = np.lexsort((cands, -scores))[:n]
+        return LexicalHits(cands[best], scores[best], seen, coverage, self, terms)
+
+    def coverage(self, terms: Sequence[str], rows: np.ndarray) -> np.ndarray:
+        """score(terms)[1][rows], reading only what those rows need."""
+        return self.top(terms, {}, 0, also=rows).coverage(rows)
+
     def score(
         self, terms: Sequence[str], boosts: Mapping[str, float] | None = None
     ) -> tuple[np.ndarray, np.ndarray]:
-        """(BM25 score per row, idf-weighted fraction of query terms each row has)."""
+        """(BM25 score per row, idf-weighted fraction of query terms each row has): every
+        posting scored, the reference `top` equals."""
         counts = Counter(t for t in terms if self.term_id(t) is not None)
         all_terms = len(set(terms))
         if not counts:

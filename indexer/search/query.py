@@ -9,12 +9,13 @@ actually writes as code, and the test/doc demotion is switched off only by the r
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from ..index.tokens import STOPWORDS, code_terms, identifiers, lexical_terms, stem
+from ..index.tokens import STOPWORDS, code_terms, identifiers, stem, text_terms
 
 LONG_QUERY_WORDS = 40  # the same threshold the fusion settings use by default
 
@@ -109,15 +110,26 @@ _NOT_DOTTED = frozenset({"e.g", "i.e", "etc", "vs", "a.k.a"})
 
 def salient_text(text: str) -> str:
     """The code-like parts of a report: frames, paths, dotted names, code, error lines."""
+    words = text.split()
+    shaped = [w for w in words if _IDENT_SHAPE.search(w)]
+    return _salient(
+        text, _PATH.findall(text), _DOTTED.findall(text), _CODE_SPAN.findall(text), shaped
+    )
+
+
+def _salient(
+    text: str, paths: list[str], dotted: list[str], spans: list[str], shaped: list[str]
+) -> str:
+    """salient_text from the matches parse_query has already found."""
     parts: list[str] = []
     for match in _FRAME.finditer(text):
         parts.extend(g for g in match.groups() if g)
-    parts.extend(_PATH.findall(text))
-    parts.extend(d for d in _DOTTED.findall(text) if d.lower() not in _NOT_DOTTED)
-    parts.extend(_CODE_SPAN.findall(text))
+    parts.extend(paths)
+    parts.extend(d for d in dotted if d.lower() not in _NOT_DOTTED)
+    parts.extend(spans)
     parts.extend(_ERROR_LINE.findall(text))
     parts.extend(_INDENTED.findall(text))
-    parts.extend(w for w in text.split() if _IDENT_SHAPE.search(w) and not w.startswith("http"))
+    parts.extend(w for w in shaped if not w.startswith("http"))
     return "\n".join(parts)
 
 
@@ -132,18 +144,27 @@ ACRONYM_MAX_WORDS = 12
 def _acronyms(words: list[str]) -> set[str]:
     """A short question that spells out an acronym names it: `reciprocal rank fusion` names
     `rrf`. Initials of 3-4 consecutive content words; none for long texts (chance matches)."""
-    content = [w for w in words if w[:1].isalpha() and w.lower() not in STOPWORDS]
-    if len(content) > ACRONYM_MAX_WORDS:
-        return set()
+    content = []
+    for w in words:
+        if w[:1].isalpha() and w.lower() not in STOPWORDS:
+            content.append(w)
+            if len(content) > ACRONYM_MAX_WORDS:  # a long text: stop counting
+                return set()
     initials = "".join(w[0].lower() for w in content)
     return {initials[i : i + n] for n in (3, 4) for i in range(len(initials) - n + 1)}
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _stem(term: str) -> str:
+    return stem(term)
 
 
 def parse_query(text: str) -> Query:
     words = text.split()
     shaped = [w for w in words if _IDENT_SHAPE.search(w)]
     symbol_like = (len(words) <= 3 and bool(shaped)) or len(words) == 1
-    lexical = lexical_terms(text)
+    terms, lexical = text_terms(text)  # code_terms(text), lexical_terms(text): one pass
+    dotted = _DOTTED.findall(text)
     strong: frozenset[str] = frozenset()
     salient_dense: list[str] = []
     salient: set[str] = set()
@@ -155,25 +176,28 @@ def parse_query(text: str) -> Query:
     else:
         # In prose, a plain word ("rank", "result") naming a symbol is weak evidence: only
         # identifier-shaped words and code spans name symbols.
-        code = " ".join(shaped) + " " + " ".join(_CODE_SPAN.findall(text))
+        spans = _CODE_SPAN.findall(text)
+        code = " ".join(shaped) + " " + " ".join(spans)
         idents = identifiers(code)
         if len(words) >= LONG_QUERY_WORDS:
-            evidence = salient_text(text)
+            found = _PATH.findall(text)
+            evidence = _salient(text, found, dotted, spans, shaped)
             salient = set(code_terms(evidence))
             # The title says what is wrong in the reporter's words: it weighs like code.
-            title = code_terms(_title(text))
-            strong = frozenset(stem(t) for t in (*salient, *title))
+            heading = _title(text)
+            title = code_terms(heading)
+            strong = frozenset(_stem(t) for t in (*salient, *title))
             title_terms = set(title)
-            title_lexical = [stem(t) for t in title]
-            salient_dense = code_terms(_title(text) + "\n" + evidence)
-            paths = tuple(dict.fromkeys(_PATH.findall(text)))
+            title_lexical = [_stem(t) for t in title]
+            salient_dense = code_terms(heading + "\n" + evidence)
+            paths = tuple(dict.fromkeys(found))
     lowered = {w.lower() for w in idents} | _acronyms(words)
     return Query(
         text=text,
         lexical=lexical,
-        dense=code_terms(text),
+        dense=terms,
         identifiers=lowered,
-        terms=set(code_terms(text)),
+        terms=set(terms),
         symbol_like=symbol_like,
         words=len(words),
         salient_lexical=strong,
@@ -185,7 +209,7 @@ def parse_query(text: str) -> Query:
         dotted=tuple(
             dict.fromkeys(
                 tuple(d.removesuffix("()").lower().split("."))
-                for d in _DOTTED.findall(text)
+                for d in dotted
                 if d.lower() not in _NOT_DOTTED
             )
         ),

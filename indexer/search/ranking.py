@@ -7,7 +7,6 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..index.lexical import top_rows
 from .fusion import confidence, recency_score, rrf
 from .rerank import file_evidence, rerank, saturate
 
@@ -33,9 +32,6 @@ def rank(
     weights = cfg["retriever_weights"][q.kind(int(cfg["long_query_words"]))]
 
     boosts = q.term_weights(float(cfg["query"]["salient"]), float(cfg["query"]["prose"]))
-    bm25, coverage = index.lexical.score(q.lexical, boosts)
-    top_bm25 = top_rows(bm25 if allowed is None else np.where(allowed, bm25, 0), n_cand)
-
     single = len(retrievers) == 1  # a retriever alone (ablations) keeps its full weight
     w_bm25 = 1.0 if single else float(weights["bm25"])
     w_dense = 1.0 if single else float(weights["dense"])
@@ -56,19 +52,26 @@ def rank(
             )
 
     # Names BM25 cannot see (`g`, one letter) and exact definitions of a symbol query.
-    exact = index.defining_rows(q.identifiers)[:n_cand] if q.symbol_like else top_bm25[:0]
+    none = np.zeros(0, dtype=np.int64)
+    exact = index.defining_rows(q.identifiers)[:n_cand] if q.symbol_like else none
+    w_title = float(cfg["query"]["title"])
+    title = none
+    if "bm25" in retrievers and q.title_lexical and w_title > 0 and not single:
+        # A report's title is a short question inside it: its own BM25 list.
+        title = index.lexical.top(q.title_lexical, {}, n_cand, allowed).rows
+    # BM25's top rows, pruned (indexer/index/lexical_topk.py), with the keyword coverage of
+    # every row the lists above may bring in.
+    bm25 = index.lexical.top(
+        q.lexical, boosts, n_cand, allowed, also=np.concatenate([exact, title, top_dense])
+    )
+    top_bm25 = bm25.rows
     lists: list[tuple[np.ndarray, float]] = []
     if "bm25" in retrievers:
         lists.append((top_bm25, w_bm25))
         if len(exact):
             lists.append((exact, 1.0))
-        w_title = float(cfg["query"]["title"])
-        if q.title_lexical and w_title > 0 and not single:
-            # A report's title is a short question inside it: its own BM25 list.
-            title_scores, _ = index.lexical.score(q.title_lexical, {})
-            if allowed is not None:
-                title_scores = np.where(allowed, title_scores, 0)
-            lists.append((top_rows(title_scores, n_cand), w_title))
+        if len(title):
+            lists.append((title, w_title))
     if "dense" in retrievers:
         lists.append((top_dense, w_dense))
     rows, scores = rrf(lists, float(cfg["rrf_k"]))
@@ -96,7 +99,7 @@ def rank(
     # Only the rows returned need their similarity, unless a relative cut compares them all.
     needed = len(rows) if cut and float(rule["relative"]) > 0 else k
     read_similarities(index, rows, similarity, qvec, needed)
-    keyword = coverage[rows]
+    keyword = bm25.coverage(rows)
     recency = recency_score(
         index._file_times[index._chunk_file[rows]],
         int(index.manifest["commit_time"]),

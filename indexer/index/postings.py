@@ -1,0 +1,229 @@
+"""A query's BM25 postings read as one stream: every (term, segment) span end to end in a
+chosen term order, handed out as chunks of consecutive terms, and the buffers a view reuses
+from query to query (indexer/index/lexical_topk.py scores the stream)."""
+
+from __future__ import annotations
+
+import os
+import threading
+import weakref
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import CorruptIndexError
+from .integrity import REBUILD
+
+PREAD_MIN = 1 << 20  # smaller postings (an update's segment) are read through their map
+
+Span = tuple[int, int, int]  # (segment, first posting, end)
+Range = tuple[int, int, int]  # (k: the term's place in the stream's order, first, end)
+
+
+def union(*parts: np.ndarray) -> np.ndarray:
+    """The sorted distinct values of `parts` (np.unique hashes first: far slower here)."""
+    out = np.concatenate(parts) if len(parts) > 1 else np.array(parts[0])
+    out.sort()
+    if len(out) < 2:
+        return out
+    keep = np.empty(len(out), dtype=bool)
+    keep[0] = True
+    np.not_equal(out[1:], out[:-1], out=keep[1:])
+    return out[keep]
+
+
+class Source:
+    """One segment's postings: docs (int32 row within the segment), values (uint16 tf, or the
+    float32 precomputed score), and where its rows start once the segments are laid end to
+    end. A large memory-mapped array is read with pread, not through its map, so the postings a
+    query reads do not stay resident in a long-lived process."""
+
+    def __init__(self, docs: np.ndarray, values: np.ndarray, offset: int) -> None:
+        self.offset = offset
+        arrays = (docs, values)
+        self.views = tuple(a.view(np.ndarray) if isinstance(a, np.memmap) else a for a in arrays)
+        self._files = [
+            (str(a.filename), int(a.offset))
+            if isinstance(a, np.memmap) and a.filename and len(a) >= PREAD_MIN
+            else None
+            for a in arrays
+        ]
+        self.mapped = self._files == [None, None] or not hasattr(os, "preadv")
+        self._fds: dict[int, int] = {}
+
+    def pread(self, which: int, lo: int, hi: int, into: np.ndarray) -> np.ndarray:
+        if self._files[which] is None:
+            into[:] = self.views[which][lo:hi]
+            return into
+        path, base = self._files[which]  # type: ignore[misc]
+        fd = self._fds.get(which)
+        if fd is None:
+            fd = self._fds[which] = os.open(path, os.O_RDONLY)
+            weakref.finalize(self, os.close, fd)
+        item = into.dtype.itemsize
+        size = (hi - lo) * item
+        if size and os.preadv(fd, [into.data.cast("B")], base + lo * item) != size:
+            raise CorruptIndexError(f"index file {Path(path).name} is truncated; {REBUILD}")
+        return into
+
+
+class Scratch:
+    """Buffers a view reuses from query to query: fresh memory costs a page fault per 4 KiB on
+    first touch (several microseconds each on a virtual machine), more than the arithmetic."""
+
+    def __init__(self, n_rows: int) -> None:
+        self.acc = np.zeros(n_rows)  # partial sums per row; all zero between queries
+        self.stamp = np.zeros(n_rows, dtype=np.int64)  # any values (see `distinct`)
+        self.flags = np.zeros(n_rows, dtype=np.uint8)  # rows asked about; zero between queries
+        self.lock = threading.Lock()
+        self._buffers: dict[str, np.ndarray] = {}
+
+    def get(self, name: str, n: int, dtype: Any = np.int64) -> np.ndarray:
+        buf = self._buffers.get(name)
+        if buf is None or len(buf) < n or buf.dtype != np.dtype(dtype):
+            size = max(n, 2 * len(buf) if buf is not None else 0, 4096)
+            buf = self._buffers[name] = np.empty(size, dtype=dtype)
+        return buf[:n]
+
+    def ramp(self, n: int) -> np.ndarray:
+        buf = self._buffers.get("ramp")
+        if buf is None or len(buf) < n:
+            size = max(n, 2 * len(buf) if buf is not None else 0, 4096)
+            buf = self._buffers["ramp"] = np.arange(size)
+        return buf[:n]
+
+    def compress(self, name: str, keep: np.ndarray, values: np.ndarray) -> np.ndarray:
+        out = self.get(name, int(np.count_nonzero(keep)), values.dtype)
+        values.compress(keep, out=out)
+        return out
+
+    def distinct(self, name: str, rows: np.ndarray) -> np.ndarray:
+        """`rows` without repeats (in no particular order): each row's slot in `stamp` is
+        written with the position of one of its copies, and only that copy is kept."""
+        ramp = self.ramp(len(rows))
+        self.stamp[rows] = ramp
+        got = self.stamp.take(rows, out=self.get("got", len(rows)), mode="clip")
+        same = np.equal(got, ramp, out=self.get("same", len(rows), bool))
+        return self.compress(name, same, rows)
+
+
+@dataclass
+class Terms:
+    """A query resolved against a view: its known terms in query order."""
+
+    weights: np.ndarray  # float32: 1 + log(count in the query), times the term's boost
+    idf: np.ndarray  # float32
+    spans: list[list[Span]]  # each term's postings in each segment that has it
+    total: float  # the coverage denominator (unknown terms count at a df=1 term's idf)
+
+
+@dataclass
+class Chunk:
+    start: int  # in the stream
+    end: int
+    docs: list[np.ndarray]  # each (term, segment) part, end to end
+    values: list[np.ndarray]
+    shifts: np.ndarray  # row offset of each part
+    firsts: np.ndarray  # where each part starts, from the chunk's start
+    ranges: list[Range]  # where each term is, from the chunk's start
+
+
+class Stream:
+    """The postings of `spans` (one list per term, in the order wanted) end to end; a chunk
+    is the postings of consecutive terms. Nothing is read until a chunk or a part is asked
+    for (a pread source reads into a buffer as long as the query, at the part's place)."""
+
+    def __init__(
+        self, sources: Sequence[Source], spans: Sequence[list[Span]], total: int, scratch: Scratch
+    ) -> None:
+        self.sources, self.scratch, self.total = sources, scratch, total
+        self.where: list[tuple[int, int, int]] = []  # (segment, lo, hi) of each part
+        parts = [0]
+        for term in spans:
+            self.where.extend(term)
+            parts.append(len(self.where))
+        self.parts = parts  # parts[k]: the first part of the k-th term
+        self.segment = [seg for seg, _, _ in self.where]
+        self.shifts = np.asarray([sources[g].offset for g in self.segment], dtype=np.int64)
+        self.starts = np.zeros(len(self.where) + 1, dtype=np.int64)  # of each part
+        np.cumsum([hi - lo for _, lo, hi in self.where], out=self.starts[1:])
+        self.term_starts = self.starts[parts]  # of each term in the stream
+        kinds = {sources[g].views[1].dtype for g in set(self.segment)}
+        self.dtype = np.result_type(*kinds) if kinds else np.dtype(np.uint16)
+
+    def part(self, p: int, which: int) -> np.ndarray:
+        """Docs (0) or values (1) of part p."""
+        seg, lo, hi = self.where[p]
+        source = self.sources[seg]
+        if source.mapped:
+            return source.views[which][lo:hi]
+        dtype = source.views[which].dtype
+        buf = self.scratch.get(f"pread{which}{dtype.char}", self.total, dtype)
+        at = int(self.starts[p])
+        return source.pread(which, lo, hi, buf[at : at + hi - lo])
+
+    def chunk(self, k: int, stop: int) -> Chunk:
+        """The postings of the terms k..stop-1."""
+        i, j = self.parts[k], self.parts[stop]
+        base = int(self.term_starts[k])
+        ts = self.term_starts.tolist()
+        return Chunk(
+            base,
+            int(self.term_starts[stop]),
+            [self.part(p, 0) for p in range(i, j)],
+            [self.part(p, 1) for p in range(i, j)],
+            self.shifts[i:j],
+            self.starts[i:j] - base,
+            [(t, ts[t] - base, ts[t + 1] - base) for t in range(k, stop)],
+        )
+
+    @staticmethod
+    def fill(chunk: Chunk, rows: np.ndarray, values: np.ndarray, scratch: Scratch) -> None:
+        """rows (int64: rows of the segments laid end to end) and values (their own dtype) of
+        a chunk."""
+        if len(chunk.docs) == 1:
+            np.copyto(rows, chunk.docs[0])
+            np.copyto(values, chunk.values[0])
+        else:
+            np.concatenate(chunk.docs, out=rows)
+            np.concatenate(chunk.values, out=values)
+        shifts = chunk.shifts
+        if not shifts.any():
+            return
+        if (shifts == shifts[0]).all():
+            rows += int(shifts[0])
+        else:  # each part's row offset, repeated (int32: rows stay far below 2**31)
+            sizes = np.empty(len(shifts), dtype=np.int64)
+            sizes[:-1] = chunk.firsts[1:] - chunk.firsts[:-1]
+            sizes[-1] = len(rows) - chunk.firsts[-1]
+            rows += np.repeat(shifts.astype(np.int32), sizes)
+
+
+def in_query_order(
+    scratch: Scratch,
+    terms: Terms,
+    order: Sequence[int],
+    place: np.ndarray,
+    col: np.ndarray,
+    value: np.ndarray,
+    k: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """(BM25, coverage) of k columns from (term place in `order`, column, contribution)
+    triples: each column's contributions, and its terms' idf, summed term after term in query
+    order."""
+    m = len(terms.weights)
+    term = np.asarray(order, dtype=np.int64).take(place)
+    scores = scratch.get("x_scores", m * k, np.float32).reshape(m, k)
+    scores.fill(0)
+    scores[term, col] = value
+    present = scratch.get("x_present", m * k, np.float32).reshape(m, k)
+    present.fill(0)
+    present[term, col] = terms.idf.take(term)
+    # Reduced along the slow axis, numpy adds term after term (no pairwise summation):
+    # the sum np.bincount makes of each row's postings in query-term order.
+    bm25 = np.add.reduce(scores, axis=0, dtype=np.float64).astype(np.float32)
+    covered = np.add.reduce(present, axis=0, dtype=np.float64)
+    return bm25, (covered / max(terms.total, 1e-9)).astype(np.float32)
