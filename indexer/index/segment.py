@@ -48,8 +48,9 @@ class Segment:
         self.n_rows = int(manifest["chunks"])
 
     @classmethod
-    def open(cls, directory: Path, verify: bool = False) -> Segment:
-        """Checks sizes of every file and hashes the small ones (every one with `verify`)."""
+    def open(cls, directory: Path, verify: bool = False, hash_small: bool = True) -> Segment:
+        """Checks sizes of every file and hashes the small ones (every one with `verify`, none
+        without `hash_small`: an update reads a few lines of its base's segments)."""
         try:
             manifest = json.loads((directory / SEGMENT_MANIFEST).read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
@@ -65,7 +66,7 @@ class Segment:
             path = directory / name
             if "/" in name or not path.is_file() or path.stat().st_size != info.get("bytes"):
                 raise CorruptIndexError(f"index file {name} is missing or truncated; {REBUILD}")
-            if verify or info["bytes"] <= integrity.SMALL_FILE_BYTES:
+            if verify or (hash_small and info["bytes"] <= integrity.SMALL_FILE_BYTES):
                 data_ok = sha256_file(path) == info.get("sha256")
                 if not data_ok:
                     raise CorruptIndexError(f"index file {name} fails its checksum; {REBUILD}")

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pygit2
 
@@ -19,6 +19,7 @@ from .pathrules import (
     content_skip_reason,
     path_skip_reason,
 )
+from .treediff import Change, tree_changes_between
 
 __all__ = ["MAX_FILE_BYTES", "MAX_NOTEBOOK_BYTES", "content_skip_reason", "path_skip_reason"]
 
@@ -94,20 +95,37 @@ def list_tree(repo: pygit2.Repository, commit: pygit2.Commit) -> TreeListing:
     return TreeListing(str(commit.id), int(commit.commit_time), files, skipped)
 
 
-_DIFFS: dict[tuple[str, str], Any] = {}
+_CHANGES: dict[tuple[str, str], tuple[int | None, list[Change] | None]] = {}
 
 
-def tree_diff(old: pygit2.Tree, new: pygit2.Tree) -> Any:
-    """The diff of two trees, kept for the process: an update diffs the indexed commit's tree
-    against the new one, then walks the same commit for change times (~0.1 s each on a 10k-file
-    tree)."""
+def changes_of(
+    repo: pygit2.Repository, old: pygit2.Tree, new: pygit2.Tree, limit: int | None = None
+) -> list[Change] | None:
+    """The changed files between two trees (treediff.py; None: more than `limit`), kept for the
+    process: an update reads the indexed commit's tree against the new one, then the same
+    commits for change times."""
     key = (str(old.id), str(new.id))
-    diff = _DIFFS.get(key)
-    if diff is None:
-        if len(_DIFFS) > 64:
-            _DIFFS.clear()
-        diff = _DIFFS[key] = old.diff_to_tree(new)
-    return diff
+    if key in _CHANGES:
+        tried, found = _CHANGES[key]
+        if found is not None:
+            return None if limit is not None and len(found) > limit else found
+        if limit is not None and tried is not None and limit <= tried:
+            return None
+    if len(_CHANGES) > 64:
+        _CHANGES.clear()
+    found = tree_changes_between(repo, old, new, limit)
+    _CHANGES[key] = (limit, found)
+    return found
+
+
+def _first_parents(commit: pygit2.Commit) -> Iterator[pygit2.Commit]:
+    """`commit` and its first parents, newest first, one object read each (a revision walk
+    sorted topologically reads the whole history before it yields the first commit)."""
+    current: pygit2.Commit | None = commit
+    while current is not None:
+        yield current
+        parents = current.parents
+        current = parents[0] if parents else None
 
 
 def last_change_times(
@@ -115,29 +133,17 @@ def last_change_times(
     commit: pygit2.Commit,
     paths: set[str],
     max_commits: int = 2000,
-    stop_at: str | None = None,
-    partial: bool = False,
-) -> Any:
+) -> dict[str, int]:
     """Commit time of the last change of each path, walking first parents from `commit`.
 
     Paths not resolved within `max_commits` get the time of the oldest commit seen: an upper
     bound that is good enough for a recency signal and keeps builds of huge histories bounded.
-    With `partial`, the walk stops before `stop_at` and returns (times, unresolved paths), or
-    (times, None) when `stop_at` is not on the first-parent chain.
     """
     times: dict[str, int] = {}
     remaining = set(paths)
     oldest = int(commit.commit_time)
-    reached = False
-    walker = repo.walk(commit.id, pygit2.enums.SortMode.TOPOLOGICAL | pygit2.enums.SortMode.TIME)
-    walker.simplify_first_parent()
-    for count, current in enumerate(walker):
-        if partial and str(current.id) == stop_at:
-            reached = True
-            break
-        if not remaining and not partial:
-            break
-        if count >= max_commits:
+    for count, current in enumerate(_first_parents(commit)):
+        if not remaining or count >= max_commits:
             break
         oldest = int(current.commit_time)
         parents = current.parents
@@ -145,20 +151,37 @@ def last_change_times(
             for path in remaining:
                 times[path] = oldest
             remaining.clear()
-            if partial:
-                break
-            continue
-        diff: Any = tree_diff(parents[0].tree, current.tree)
-        for delta in diff.deltas:
-            path = delta.new_file.path
-            if path in remaining:
-                times[path] = oldest
-                remaining.discard(path)
-    if partial:
-        return times, (remaining if reached else None)
+            break
+        found = changes_of(repo, parents[0].tree, current.tree)
+        assert found is not None  # no limit
+        for change in found:
+            if change.path in remaining:
+                times[change.path] = oldest
+                remaining.discard(change.path)
     for path in remaining:
         times[path] = oldest
     return times
+
+
+def changes_since(
+    repo: pygit2.Repository, commit: pygit2.Commit, stop_at: str, max_commits: int = 2000
+) -> dict[str, int] | None:
+    """Every path changed on the first-parent chain from `commit` back to `stop_at` (not
+    included), with the commit time of its newest change; None when `stop_at` is not on that
+    chain within `max_commits`. Costs what the commits in between changed."""
+    times: dict[str, int] = {}
+    for count, current in enumerate(_first_parents(commit)):
+        if str(current.id) == stop_at:
+            return times
+        parents = current.parents
+        if count >= max_commits or not parents:
+            return None
+        found = changes_of(repo, parents[0].tree, current.tree)
+        assert found is not None
+        when = int(current.commit_time)
+        for change in found:
+            times.setdefault(change.path, when)
+    return None
 
 
 # Skip reasons that leave a tracked text file out of the index (binary, vendored, generated,
@@ -193,29 +216,29 @@ def tree_changes(
         before = repo[old].peel(pygit2.Commit)
     except (KeyError, ValueError, pygit2.GitError):
         return None
-    diff = tree_diff(before.tree, commit.tree)
-    if len(diff) > MAX_TREE_CHANGES:
+    found = changes_of(repo, before.tree, commit.tree, MAX_TREE_CHANGES)
+    if found is None:
         return None
     rules = IgnoreRules.from_tree(repo, commit.tree)
     files: list[SourceFile] = []
     deleted: set[str] = set()
     skipped: dict[str, str] = {}
-    for delta in diff.deltas:
-        for path in {delta.old_file.path, delta.new_file.path}:
-            if path == IGNORE_FILE:
-                return None
-            parts = path.split("/")
-            for depth in range(1, len(parts)):
-                directory = "/".join(parts[:depth]) + "/"
-                if parts[depth - 1] in VENDORED_DIRS or rules.decision(directory) is True:
-                    return None  # list_tree records the directory, not its files
-        if delta.status == pygit2.enums.DeltaStatus.DELETED:
-            deleted.add(delta.old_file.path)
+    for change in found:
+        path = change.path
+        if path == IGNORE_FILE:
+            return None
+        parts = path.split("/")
+        for depth in range(1, len(parts)):
+            directory = "/".join(parts[:depth]) + "/"
+            if parts[depth - 1] in VENDORED_DIRS or rules.decision(directory) is True:
+                return None  # list_tree records the directory, not its files
+        if change.new is None:
+            deleted.add(path)
             continue
-        path = delta.new_file.path
-        reason = path_skip_reason(path, delta.new_file.mode, rules)
+        blob, mode = change.new
+        reason = path_skip_reason(path, mode, rules)
         if reason:
             skipped[path] = reason
         else:
-            files.append(SourceFile(path, str(delta.new_file.id), detect_language(path)))
+            files.append(SourceFile(path, blob, detect_language(path)))
     return files, deleted, skipped
