@@ -22,7 +22,7 @@ import numpy as np
 
 from ..source.chunker import materialize, parse_and_chunk, path_stem
 from ..source.chunks import Chunk
-from ..source.gitsource import content_skip_reason
+from ..source.gitsource import content_skip_reason, objects
 from ..source.notebook import fallback_reason
 from ..source.pathclass import content_flags
 from ..source.secrets import redact
@@ -114,11 +114,10 @@ def chunk_blob(data: bytes, path: str, language: str) -> tuple[CachedFile, Any]:
 # -- the worker ----------------------------------------------------------------------------------
 
 
-@cache
 def _repository(path: str) -> Any:
-    import pygit2
-
-    return pygit2.Repository(path)
+    """The repository's objects: an update's `git cat-file` reader in this process, else pygit2
+    (gitsource.objects)."""
+    return objects(path)
 
 
 @cache

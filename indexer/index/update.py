@@ -19,7 +19,9 @@ from ..errors import IndexerError
 from ..source.chunker import CHUNKER_VERSION, materialize, path_stem
 from ..source.gitsource import (
     SourceFile,
+    close_reader,
     list_tree,
+    open_reader,
     open_repository,
     repo_root,
     resolve_commit,
@@ -62,7 +64,39 @@ def build(
 ) -> BuildReport:
     started = time.perf_counter()
     limit = chunks_per_segment(segment_chunks)
-    repository = open_repository(repo)
+    # An update reads git through one `git cat-file` process (no pygit2 import: gitcat.py).
+    repository = open_reader(repo) if incremental else open_repository(repo)
+    try:
+        return _build(
+            repository,
+            rev,
+            index_dir,
+            jobs,
+            progress,
+            vectors_dir,
+            incremental,
+            backend,
+            scheduler,
+            limit,
+            started,
+        )
+    finally:
+        close_reader(repository)
+
+
+def _build(
+    repository: Any,
+    rev: str | None,
+    index_dir: str | os.PathLike[str] | None,
+    jobs: int | None,
+    progress: bool | None,
+    vectors_dir: str | os.PathLike[str] | None,
+    incremental: bool,
+    backend: str,
+    scheduler: str | None,
+    limit: int,
+    started: float,
+) -> BuildReport:
     commit = resolve_commit(repository, rev)
     target = Path(index_dir) if index_dir else default_index_dir(repository.path)
     table_dir = Path(vectors_dir) if vectors_dir else default_table_dir()

@@ -1,13 +1,18 @@
-"""Read a commit's tree with pygit2: tracked files only, so .gitignore holds by construction."""
+"""Read a commit's tree from git: tracked files only, so .gitignore holds by construction.
+
+A build reads git with pygit2 (`open_repository`); an update reads it through one `git cat-file
+--batch` process (`open_reader`, gitcat.py), which does not pay pygit2's import. Both answer
+the same calls here: a `Repo` is either.
+"""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
-
-import pygit2
+from typing import Any
 
 from ..errors import IndexerError, NotARepositoryError
 from .ignorefile import IGNORE_FILE, IgnoreRules
@@ -22,6 +27,9 @@ from .pathrules import (
 from .treediff import Change, tree_changes_between
 
 __all__ = ["MAX_FILE_BYTES", "MAX_NOTEBOOK_BYTES", "content_skip_reason", "path_skip_reason"]
+
+Repo = Any  # a pygit2.Repository, or a gitcat.CatFileRepository (the same calls)
+Commit = Any  # a pygit2.Commit or a gitcat.Commit
 
 
 @dataclass(frozen=True)
@@ -39,7 +47,10 @@ class TreeListing:
     skipped: dict[str, list[str]]  # reason -> paths (decided from the tree alone)
 
 
-def open_repository(path: str | os.PathLike[str] | None) -> pygit2.Repository:
+def open_repository(path: str | os.PathLike[str] | None) -> Any:
+    """The repository holding `path` (default: the working directory), opened with pygit2."""
+    import pygit2
+
     start = os.fspath(path) if path is not None else os.getcwd()
     if not os.path.exists(start):
         raise NotARepositoryError(f"not a git repository: {start} (no such path)")
@@ -49,31 +60,87 @@ def open_repository(path: str | os.PathLike[str] | None) -> pygit2.Repository:
     return pygit2.Repository(found)
 
 
-def repo_root(repo: pygit2.Repository) -> Path:
+_READERS: dict[str, Repo] = {}  # git dir -> the reader an update in this process opened
+
+
+def open_reader(path: str | os.PathLike[str] | None) -> Repo:
+    """The repository read through `git cat-file --batch` (gitcat.py), else with pygit2 when
+    no `git` executable is found. Blobs that the chunking pipeline reads in this process for
+    the same repository come from it too (`objects`); `close_reader` ends it."""
+    from . import gitcat
+
+    if not any(os.access(os.path.join(d, "git"), os.X_OK) for d in os.get_exec_path()):
+        return open_repository(path)
+    git_dir, workdir = gitcat.discover(path)
+    reader = gitcat.CatFileRepository(git_dir, workdir)
+    _READERS[reader.path] = reader
+    return reader
+
+
+def close_reader(repo: Repo) -> None:
+    """End what `open_reader` started (its `git cat-file` process)."""
+    from .gitcat import CatFileRepository
+
+    if isinstance(repo, CatFileRepository):
+        key = repo.path
+        if _READERS.get(key) is repo:
+            del _READERS[key]
+        repo.close()
+
+
+def objects(git_dir: str) -> Repo:
+    """Something that answers `repo[blob_id].data` for the repository at `git_dir`: the reader
+    an update opened in this process, else pygit2 (a worker process, a build)."""
+    reader = _READERS.get(git_dir.rstrip("/") + "/")
+    if reader is not None:
+        return reader
+    return _pygit2_repository(git_dir)
+
+
+@cache
+def _pygit2_repository(git_dir: str) -> Any:
+    import pygit2
+
+    return pygit2.Repository(git_dir)
+
+
+def repo_root(repo: Repo) -> Path:
     if repo.is_bare:
         return Path(repo.path)
     return Path(repo.workdir)
 
 
-def resolve_commit(repo: pygit2.Repository, rev: str | None) -> pygit2.Commit:
+def peel_commit(repo: Repo, rev: str) -> Commit | None:
+    """The commit `rev` names (a tag peeled), or None."""
+    from .gitcat import CatFileRepository
+
+    if isinstance(repo, CatFileRepository):
+        return repo.commit(rev)
+    import pygit2
+
+    try:
+        return repo.revparse_single(rev).peel(pygit2.Commit)
+    except (KeyError, ValueError, pygit2.GitError):
+        return None
+
+
+def resolve_commit(repo: Repo, rev: str | None) -> Commit:
     if rev is None:
         if repo.head_is_unborn:
             raise IndexerError("the repository has no commits yet; commit something first")
         rev = "HEAD"
-    try:
-        obj = repo.revparse_single(rev)
-        commit = obj.peel(pygit2.Commit)
-    except (KeyError, ValueError, pygit2.GitError) as exc:
-        raise IndexerError(f"unknown revision: {rev}") from exc
+    commit = peel_commit(repo, rev)
+    if commit is None:
+        raise IndexerError(f"unknown revision: {rev}")
     return commit
 
 
-def list_tree(repo: pygit2.Repository, commit: pygit2.Commit) -> TreeListing:
+def list_tree(repo: Repo, commit: Commit) -> TreeListing:
     files: list[SourceFile] = []
     skipped: dict[str, list[str]] = {}
     rules = IgnoreRules.from_tree(repo, commit.tree)
 
-    def walk(tree: pygit2.Tree, prefix: str) -> None:
+    def walk(tree: Any, prefix: str) -> None:
         for entry in tree:
             path = f"{prefix}{entry.name}"
             if entry.type_str == "tree":
@@ -83,7 +150,7 @@ def list_tree(repo: pygit2.Repository, commit: pygit2.Commit) -> TreeListing:
                 if entry.name in VENDORED_DIRS:
                     skipped.setdefault("vendored", []).append(path + "/")
                     continue
-                walk(repo[entry.id], path + "/")  # type: ignore[arg-type]
+                walk(repo[entry.id], path + "/")
                 continue
             reason = path_skip_reason(path, entry.filemode, rules)
             if reason:
@@ -98,9 +165,7 @@ def list_tree(repo: pygit2.Repository, commit: pygit2.Commit) -> TreeListing:
 _CHANGES: dict[tuple[str, str], tuple[int | None, list[Change] | None]] = {}
 
 
-def changes_of(
-    repo: pygit2.Repository, old: pygit2.Tree, new: pygit2.Tree, limit: int | None = None
-) -> list[Change] | None:
+def changes_of(repo: Repo, old: Any, new: Any, limit: int | None = None) -> list[Change] | None:
     """The changed files between two trees (treediff.py; None: more than `limit`), kept for the
     process: an update reads the indexed commit's tree against the new one, then the same
     commits for change times."""
@@ -118,10 +183,10 @@ def changes_of(
     return found
 
 
-def _first_parents(commit: pygit2.Commit) -> Iterator[pygit2.Commit]:
+def _first_parents(commit: Commit) -> Iterator[Commit]:
     """`commit` and its first parents, newest first, one object read each (a revision walk
     sorted topologically reads the whole history before it yields the first commit)."""
-    current: pygit2.Commit | None = commit
+    current: Commit | None = commit
     while current is not None:
         yield current
         parents = current.parents
@@ -129,8 +194,8 @@ def _first_parents(commit: pygit2.Commit) -> Iterator[pygit2.Commit]:
 
 
 def last_change_times(
-    repo: pygit2.Repository,
-    commit: pygit2.Commit,
+    repo: Repo,
+    commit: Commit,
     paths: set[str],
     max_commits: int = 2000,
 ) -> dict[str, int]:
@@ -164,7 +229,7 @@ def last_change_times(
 
 
 def changes_since(
-    repo: pygit2.Repository, commit: pygit2.Commit, stop_at: str, max_commits: int = 2000
+    repo: Repo, commit: Commit, stop_at: str, max_commits: int = 2000
 ) -> dict[str, int] | None:
     """Every path changed on the first-parent chain from `commit` back to `stop_at` (not
     included), with the commit time of its newest change; None when `stop_at` is not on that
@@ -206,15 +271,14 @@ MAX_TREE_CHANGES = 2000  # beyond this a full listing is as cheap as a diff
 
 
 def tree_changes(
-    repo: pygit2.Repository, old: str, commit: pygit2.Commit
+    repo: Repo, old: str, commit: Commit
 ) -> tuple[list[SourceFile], set[str], dict[str, str]] | None:
     """What differs between the tree of commit `old` and `commit`'s, decided like `list_tree`
     decides: (files added or changed, paths deleted, path -> skip reason of changed files that
     are skipped by name). None when only a full listing can tell (`old` unknown, a changed
     .indexerignore, a change inside an ignored or vendored directory, a huge change)."""
-    try:
-        before = repo[old].peel(pygit2.Commit)
-    except (KeyError, ValueError, pygit2.GitError):
+    before = peel_commit(repo, old)
+    if before is None:
         return None
     found = changes_of(repo, before.tree, commit.tree, MAX_TREE_CHANGES)
     if found is None:

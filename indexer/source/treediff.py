@@ -13,8 +13,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import pygit2
-
 TREE = "tree"
 
 
@@ -30,9 +28,9 @@ class _Abort(Exception):
 
 
 def tree_changes_between(
-    repo: pygit2.Repository,
-    old: pygit2.Tree,
-    new: pygit2.Tree,
+    repo: Any,
+    old: Any,
+    new: Any,
     limit: int | None = None,
     directory_ok: Callable[[str, str], bool] | None = None,
 ) -> list[Change] | None:

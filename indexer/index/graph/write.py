@@ -5,7 +5,6 @@ question is asked (related.py)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from functools import cache
 from typing import Any
 
 from ...source.chunks import Chunk
@@ -14,11 +13,10 @@ from .extract import extract_file
 from .model import FileGraph
 
 
-@cache
 def _repo(path: str) -> Any:
-    import pygit2
+    from ...source.gitsource import objects
 
-    return pygit2.Repository(path)
+    return objects(path)
 
 
 def _extract_batch(repo_path: str, batch: list[tuple[str, str, str, Sequence[Chunk]]]) -> list[Any]:
