@@ -45,6 +45,13 @@ def update_lock(index_dir: Path, wait: bool) -> Iterator[bool]:
 
 
 @contextmanager
+def merge_lock(index_dir: Path, wait: bool) -> Iterator[bool]:
+    """Held by the one process that merges in the background (False: another one does)."""
+    with _exclusive(index_dir, MERGE_LOCK, wait) as acquired:
+        yield acquired
+
+
+@contextmanager
 def _exclusive(index_dir: Path, name: str, wait: bool) -> Iterator[bool]:
     index_dir.mkdir(parents=True, exist_ok=True)
     fd = os.open(index_dir / name, os.O_RDWR | os.O_CREAT, 0o644)
@@ -154,7 +161,7 @@ def _merge_in_background(index_dir: Path) -> None:
     before this starts, and updates that arrive meanwhile do not wait for it."""
     from ..index.merge import commit, prepare
 
-    with _exclusive(index_dir, MERGE_LOCK, wait=False) as acquired:
+    with merge_lock(index_dir, wait=False) as acquired:
         if not acquired:
             return  # another updater merges; it publishes on top of our generation
         try:

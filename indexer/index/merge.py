@@ -15,9 +15,10 @@ A merge needs no lock while it copies rows: `prepare` writes the merged segment 
 directory from the generation current when it started, and `commit` (under the publish lock,
 held for milliseconds) publishes it on the generation current then. An update that landed
 meanwhile only added segments and deleted paths: the merged segment replaces the segments it
-merged, and takes the paths those lost since as its own deletes, so what every path is served
-by is exactly what the update left. A generation that no longer holds every merged segment (a
-full build, a pull, a switch to another kept generation) drops the merge; the next one plans
+merged, and takes the paths those lost since as its own deletes (every path of one the update
+dropped), so every path is served by what the update left. A generation that holds none of
+the merged segments (a full build, a pull), or one in which a merged segment serves a path it
+no longer served (a switch back to an older generation), drops the merge; the next one plans
 again. So a commit whose update arrives during a background merge is searchable after its own
 update (indexer/fresh/freshness.py).
 """
@@ -83,6 +84,7 @@ class PreparedMerge:
     index_dir: Path
     generation: Path  # the generation it was planned on
     dead: dict[str, set[str]]  # each merged segment's deleted paths in that generation
+    served: dict[str, set[str]]  # and the paths it served there
     writer: SegmentWriter  # the merged segment, still a temporary directory
     paths: frozenset[str]  # the files it holds
     result: dict[str, Any]
@@ -110,11 +112,13 @@ def prepare(index_dir: Path, everything: bool = False) -> PreparedMerge | dict[s
     # Rows are copied: they must be what was written (every file hashed, not only small ones).
     sources = [Segment.open(parts[i][0].directory, verify=True) for i in chosen]  # type: ignore[arg-type]
     files = []
+    served: dict[str, set[str]] = {}
     for source, i in zip(sources, chosen, strict=True):
         gone = set(parts[i][1])
         for local, p in enumerate(source.paths):
             if p not in gone:
                 files.append(CopiedFile(p, int(source.times[local]), source, local))
+                served.setdefault(source.name, set()).add(p)
     info = manifest["vectors"]
     table = StaticVectors.load(Path(info["dir"]) if info.get("dir") else None)
     facts = {
@@ -129,7 +133,7 @@ def prepare(index_dir: Path, everything: bool = False) -> PreparedMerge | dict[s
         raise
     lists = {parts[i][0].name: set(parts[i][1]) for i in chosen}
     result["started"] = started
-    return PreparedMerge(index_dir, path, lists, writer, frozenset(data.paths), result)
+    return PreparedMerge(index_dir, path, lists, served, writer, frozenset(data.paths), result)
 
 
 def commit(prepared: PreparedMerge) -> dict[str, Any]:
@@ -168,14 +172,22 @@ def _rebased(
     segments: list[dict[str, Any]], prepared: PreparedMerge
 ) -> list[dict[str, Any]] | None:
     """The entries of a generation with the merged segments replaced by the new one (named
-    later: entries[0]), which no longer serves what they lost since the merge was planned;
-    None when a merged segment is gone or serves a path again."""
+    later: entries[0]), which no longer serves what they lost since the merge was planned (all
+    of it for one the generation dropped: every file it served is gone). None when none of them
+    is left, one serves a path again that it no longer served, or nothing would be served."""
     now = {s["name"]: set(s.get("deleted", [])) for s in segments}
+    if not any(name in now for name in prepared.dead):
+        return None  # another index altogether (a full build, a pull)
     lost: set[str] = set()
     for name, dead in prepared.dead.items():
-        if name not in now or not now[name] >= dead:
-            return None
-        lost |= now[name] - dead
+        if name not in now:
+            lost |= prepared.served.get(name, set())
+        elif not now[name] >= dead:
+            return None  # e.g. a switch back to an older generation
+        else:
+            lost |= now[name] - dead
+    if lost >= prepared.paths:
+        return None
     merged = {"name": "", "deleted": sorted(lost & prepared.paths)}
     return [merged] + [s for s in segments if s["name"] not in prepared.dead]
 
