@@ -6,8 +6,9 @@
 
 Every corpus gets a clone of its repository with a copy of its index (an index of the same
 commit, so no full build is needed), one per code (this checkout, and `--baseline`'s). Round by
-round, corpora alternating: `python -c "import numpy, faiss"` (the import floor), then a 1-file
-(and, in the next pass, a 5-file) commit and `indexer update` as a whole process for each code.
+round, a 1-file and then a 5-file commit, corpora and codes alternating: `python -c "import
+numpy, faiss"` (the import floor), then the commit and `indexer update` as a whole process for
+each code (wall time, and the seconds the update reports for itself).
 The files changed are the same in every corpus where they can be: non-test `.py` files of the
 first corpus, found in the others by their blob (the big corpus holds sympy), a different set
 every round. Reported: medians, each against the floor of the same rounds, and the ratio of
@@ -257,8 +258,8 @@ def main() -> None:
     sets = change_sets({c: repos[(c, first_code)] for c in corpora}, args.rounds)
     times: dict[str, dict[str, list[float]]] = {c: {"floor": []} for c in corpora}
     order = list(corpora)
-    for n in (1, 5):
-        for r in range(args.rounds):
+    for r in range(args.rounds):  # 1-file and 5-file rounds interleaved, as corpora and codes
+        for n in (1, 5):
             for corpus in order if r % 2 == 0 else order[::-1]:
                 times[corpus]["floor"].append(timed(FLOOR, work, ROOT)[0])
                 names = list(codes) if r % 2 == 0 else list(codes)[::-1]
@@ -270,6 +271,9 @@ def main() -> None:
                     if inner is not None:
                         times[corpus].setdefault(f"{name}_{n}file_inner", []).append(inner)
     result = report(times, list(codes)) if args.rounds else {"codes": list(codes)}
+    result["each_round_s"] = {
+        c: {k: [round(x, 3) for x in v] for k, v in t.items()} for c, t in times.items()
+    }
     load["updates_done"] = os.getloadavg()
     if args.hook_rounds:
         for corpus in corpora:

@@ -224,3 +224,20 @@ def test_publishing_waits_for_the_publish_lock(make_repo, tmp_path: Path) -> Non
     assert proc.wait(timeout=120) == 0, proc.stderr.read() if proc.stderr else ""
     assert current_generation(index_dir) != before
     assert Index(current_generation(index_dir)).search("locked_out")[0].symbol == "locked_out"
+
+
+def test_an_update_that_lists_the_whole_tree_keeps_the_times_it_knows(
+    make_repo, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    """A changed `.indexerignore` makes the update list every file: kept files take their
+    stored times (no history walk for them), a file touched since takes the newer time."""
+    repo, index_dir = _several_segments(make_repo, tmp_path)
+    write_files(repo, {"pkg/b.py": PYTHON_NET + "\nEXTRA = 1\n"})
+    commit_all(repo, "touch b", when=1_700_005_000)
+    write_files(repo, {"pkg/b.py": PYTHON_NET, ".indexerignore": "docs/\n"})
+    commit_all(repo, "ignore docs", when=1_700_006_000)
+    report = update_index(repo, index_dir=index_dir, progress=False)
+    assert report.mode == "incremental" and report.chunked_files == 1  # .indexerignore itself
+    times = {r["path"]: r["time"] for r in Index(current_generation(index_dir)).files}
+    assert "docs/d.md" not in times and times["pkg/b.py"] == 1_700_006_000
+    assert_equivalent(repo, index_dir, tmp_path)

@@ -160,7 +160,8 @@ def _build(
     jobs_ = jobs or min(os.cpu_count() or 1, 8)
     results = run_batches(context, items, jobs_, backend, scheduler)
     listed = {*kept, *stored, *renamed, *(f.path for f in to_chunk)}
-    times, moved = change_times(repository, commit, base, listed, touched)
+    in_place = {path: live[path] for path in kept}
+    times, moved = change_times(repository, commit, base, listed, touched, in_place)
     ranges = stored_ranges(base.parts[0][0].dense) if base is not None and base.parts else None
     # Segments are written as the results stream in (stream.py): memory bounded by a segment.
     stream = SegmentStream(target, table, ranges, limit)

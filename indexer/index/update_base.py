@@ -191,14 +191,20 @@ def stored_entry(segment: Segment, local: int) -> CachedFile:
 
 
 def change_times(
-    repository: Any, commit: Any, base: Base | None, paths: set[str], touched: set[str]
+    repository: Any,
+    commit: Any,
+    base: Base | None,
+    paths: set[str],
+    touched: set[str],
+    kept: dict[str, tuple[Segment, int]] | None = None,
 ) -> tuple[dict[str, int], dict[str, int]]:
     """Last-change times exactly as a full build's history walk finds them: (the time of each
     of `paths`, the new time of every other live file of `base` whose time moved).
 
     When the base commit is on the target's first-parent chain, only the commits in between
-    are read: a file they do not touch keeps its time. Otherwise every file is walked again.
-    `touched`: the paths the update looked at (every other live file is kept in place).
+    are read: a file they do not touch keeps its time (`kept`: where those of `paths` that are
+    kept in place are stored). Otherwise every file is walked again. `touched`: the paths the
+    update looked at (every other live file is kept in place, unlisted).
     """
     if base is None:
         return last_change_times(repository, commit, paths), {}
@@ -214,6 +220,9 @@ def change_times(
                 moved[p] = walked[p]
         return {p: walked[p] for p in paths}, moved
     times = {p: recent[p] for p in paths if p in recent}
+    for p, (segment, local) in (kept or {}).items():
+        if p not in times:
+            times[p] = int(segment.times[local])
     missing = paths - times.keys()
     if missing:
         times.update(last_change_times(repository, commit, missing))
