@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
-from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -66,7 +65,7 @@ _READERS: dict[str, Repo] = {}  # git dir -> the reader an update in this proces
 def open_reader(path: str | os.PathLike[str] | None) -> Repo:
     """The repository read through `git cat-file --batch` (gitcat.py), else with pygit2 when
     no `git` executable is found. Blobs that the chunking pipeline reads in this process for
-    the same repository come from it too (`objects`); `close_reader` ends it."""
+    the same repository come from it too (`reader_for`); `close_reader` ends it."""
     from . import gitcat
 
     if not any(os.access(os.path.join(d, "git"), os.X_OK) for d in os.get_exec_path()):
@@ -88,20 +87,10 @@ def close_reader(repo: Repo) -> None:
         repo.close()
 
 
-def objects(git_dir: str) -> Repo:
-    """Something that answers `repo[blob_id].data` for the repository at `git_dir`: the reader
-    an update opened in this process, else pygit2 (a worker process, a build)."""
-    reader = _READERS.get(git_dir.rstrip("/") + "/")
-    if reader is not None:
-        return reader
-    return _pygit2_repository(git_dir)
-
-
-@cache
-def _pygit2_repository(git_dir: str) -> Any:
-    import pygit2
-
-    return pygit2.Repository(git_dir)
+def reader_for(git_dir: str) -> Repo | None:
+    """The reader an update opened in this process for the repository at `git_dir` (the
+    chunking pipeline reads that update's blobs through it), or None."""
+    return _READERS.get(git_dir.rstrip("/") + "/")
 
 
 def repo_root(repo: Repo) -> Path:

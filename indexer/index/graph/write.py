@@ -5,23 +5,26 @@ question is asked (related.py)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import cache
 from typing import Any
 
 from ...source.chunks import Chunk
+from ...source.gitsource import reader_for
 from ...source.languages import SPECS, detect_language
 from .extract import extract_file
 from .model import FileGraph
 
 
+@cache
 def _repo(path: str) -> Any:
-    from ...source.gitsource import objects
+    import pygit2
 
-    return objects(path)
+    return pygit2.Repository(path)
 
 
 def _extract_batch(repo_path: str, batch: list[tuple[str, str, str, Sequence[Chunk]]]) -> list[Any]:
     """Worker: read blobs from git and extract (parsing dominates the graph step)."""
-    repo = _repo(repo_path)
+    repo = reader_for(repo_path) or _repo(repo_path)  # an update's `git cat-file` reader
     out = []
     for path, language, blob, chunks in batch:
         data = bytes(repo[blob].data) if language in SPECS else b""
