@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -96,18 +97,22 @@ def environment(code: Path) -> dict[str, str]:
     return env
 
 
-def timed(cmd: list[str], cwd: Path, code: Path) -> tuple[float, float | None]:
-    """(wall seconds of the whole process, the seconds an update reports for itself)."""
+def timed(cmd: list[str], cwd: Path, code: Path) -> tuple[float, float, float | None]:
+    """(wall seconds of the whole process, its CPU seconds with its children's, the seconds an
+    update reports for itself). CPU time moves less than wall time on a shared machine."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     done = subprocess.run(cmd, cwd=cwd, env=environment(code), capture_output=True, text=True)
     wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
     if done.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)} failed: {done.stderr[-2000:]}")
     try:
         inner = float(json.loads(done.stdout)["seconds"])
     except (ValueError, KeyError, TypeError):
         inner = None
-    return wall, inner
+    return wall, cpu, inner
 
 
 def current_commit(index_dir: Path) -> str | None:
@@ -196,25 +201,37 @@ def median(values: list[float]) -> float:
 
 
 def report(times: dict[str, dict[str, list[float]]], codes: list[str]) -> dict[str, object]:
+    """Medians, each against the floor of the same rounds (CPU seconds against the floor's CPU
+    seconds), and every corpus against the first."""
+
+    def floor_of(key: str) -> str:
+        return "floor_cpu" if key.endswith("_cpu") else "floor"
+
     corpora = list(times)
     result: dict[str, object] = {}
     for corpus in corpora:
-        row: dict[str, object] = {"floor_s": median(times[corpus]["floor"])}
-        for key, values in times[corpus].items():
-            if key != "floor":
+        t = times[corpus]
+        row: dict[str, object] = {
+            "floor_s": median(t["floor"]),
+            "floor_cpu_s": median(t["floor_cpu"]),
+        }
+        for key, values in t.items():
+            if not key.startswith("floor"):
                 row[f"{key}_s"] = median(values)
-                row[f"{key}_x_floor"] = round(median(values) / median(times[corpus]["floor"]), 2)
+                row[f"{key}_x_floor"] = round(median(values) / median(t[floor_of(key)]), 2)
         result[corpus] = row
     first = corpora[0]
     for corpus in corpora[1:]:
+        a_t, b_t = times[first], times[corpus]
         ratios: dict[str, float] = {
-            "floor": round(median(times[corpus]["floor"]) / median(times[first]["floor"]), 2)
+            "floor": round(median(b_t["floor"]) / median(a_t["floor"]), 2),
+            "floor_cpu": round(median(b_t["floor_cpu"]) / median(a_t["floor_cpu"]), 2),
         }
-        for key in times[corpus]:
-            if key == "floor" or key.endswith("_inner") or key not in times[first]:
+        for key in b_t:
+            if key.startswith("floor") or key.endswith("_inner") or key not in a_t:
                 continue
-            a, b = median(times[first][key]), median(times[corpus][key])
-            fa, fb = median(times[first]["floor"]), median(times[corpus]["floor"])
+            a, b = median(a_t[key]), median(b_t[key])
+            fa, fb = median(a_t[floor_of(key)]), median(b_t[floor_of(key)])
             ratios[key] = round(b / a, 2)
             ratios[f"{key}_against_floors"] = round((b / fb) / (a / fa), 2)
         result[f"{corpus}/{first}"] = ratios
@@ -261,13 +278,16 @@ def main() -> None:
     for r in range(args.rounds):  # 1-file and 5-file rounds interleaved, as corpora and codes
         for n in (1, 5):
             for corpus in order if r % 2 == 0 else order[::-1]:
-                times[corpus]["floor"].append(timed(FLOOR, work, ROOT)[0])
+                wall, cpu, _ = timed(FLOOR, work, ROOT)
+                times[corpus]["floor"].append(wall)
+                times[corpus].setdefault("floor_cpu", []).append(cpu)
                 names = list(codes) if r % 2 == 0 else list(codes)[::-1]
                 for name in names:
                     repo = repos[(corpus, name)]
                     commit(repo, sets[corpus][n][r], f"{name}_{n}_{r}")
-                    wall, inner = timed(UPDATE, repo, codes[name])
+                    wall, cpu, inner = timed(UPDATE, repo, codes[name])
                     times[corpus].setdefault(f"{name}_{n}file", []).append(wall)
+                    times[corpus].setdefault(f"{name}_{n}file_cpu", []).append(cpu)
                     if inner is not None:
                         times[corpus].setdefault(f"{name}_{n}file_inner", []).append(inner)
     result = report(times, list(codes)) if args.rounds else {"codes": list(codes)}
