@@ -234,6 +234,9 @@ def report(times: dict[str, dict[str, list[float]]], codes: list[str]) -> dict[s
             fa, fb = median(a_t[floor_of(key)]), median(b_t[floor_of(key)])
             ratios[key] = round(b / a, 2)
             ratios[f"{key}_against_floors"] = round((b / fb) / (a / fa), 2)
+            # Round by round (the two corpora ran seconds apart): steadier under a drifting load.
+            paired = [y / x for x, y in zip(a_t[key], b_t[key], strict=False)]
+            ratios[f"{key}_round_by_round"] = round(statistics.median(paired), 2)
         result[f"{corpus}/{first}"] = ratios
     result["codes"] = codes
     return result
