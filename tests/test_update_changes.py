@@ -7,6 +7,7 @@ import shutil
 from pathlib import Path
 
 import pygit2
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -136,18 +137,39 @@ def test_a_merge_is_dropped_when_the_index_was_rebuilt_under_it(make_repo, tmp_p
     assert_equivalent(repo, index_dir, tmp_path)
 
 
-def test_an_update_over_a_damaged_base_builds_again(make_repo, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    """The base's segments are opened without hashing every small file, but the ones an update
-    reads are hashed: a damaged path column is noticed, and the update builds from scratch."""
+@pytest.mark.parametrize("name", ["file_paths.txt", "file_blobs.txt", "chunk_file.npy"])
+def test_an_update_over_a_damaged_base_builds_again(make_repo, tmp_path: Path, name: str) -> None:  # type: ignore[no-untyped-def]
+    """The base's segments are opened without hashing their small files; each is hashed when
+    the update first reads it: a damaged one is noticed, and the update builds from scratch."""
     repo, index_dir = _several_segments(make_repo, tmp_path)
-    column = index_dir / SEGMENTS / _segments_of(index_dir)[0] / "file_paths.txt"
-    data = bytearray(column.read_bytes())
-    data[1] ^= 0x20  # same size: only the checksum notices
-    column.write_bytes(bytes(data))
+    damaged = index_dir / SEGMENTS / _segments_of(index_dir)[0] / name
+    data = bytearray(damaged.read_bytes())
+    data[-2] ^= 0x01  # same size: only the checksum notices
+    damaged.write_bytes(bytes(data))
     write_files(repo, {"pkg/b.py": PYTHON_NET + "\n\ndef later():\n    return 2\n"})
     commit_all(repo, "later", when=1_700_002_000)
     assert update_index(repo, index_dir=index_dir, progress=False).mode == "full"
     assert_equivalent(repo, index_dir, tmp_path)
+
+
+def test_a_segment_opened_for_an_update_hashes_a_file_when_it_is_read(
+    make_repo, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    from indexer.errors import CorruptIndexError
+    from indexer.index.segment import Segment
+
+    _, index_dir = _several_segments(make_repo, tmp_path)
+    directory = index_dir / SEGMENTS / _segments_of(index_dir)[0]
+    damaged = directory / "symbols.txt"
+    data = bytearray(damaged.read_bytes())
+    data[0] ^= 0x01
+    damaged.write_bytes(bytes(data))
+    with pytest.raises(CorruptIndexError):
+        Segment.open(directory)  # a search's open hashes every small file
+    segment = Segment.open(directory, hash_small=False)
+    assert segment.paths[0] == "a.py"  # an intact file, hashed now, reads
+    with pytest.raises(CorruptIndexError, match=r"symbols\.txt fails its checksum"):
+        segment.symbols  # noqa: B018
 
 
 def test_the_update_reads_git_without_pygit2(make_repo, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

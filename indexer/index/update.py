@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..errors import IndexerError
+from ..errors import CorruptIndexError, IndexerError
 from ..source.chunker import CHUNKER_VERSION, materialize, path_stem
 from ..source.gitsource import (
     SourceFile,
@@ -66,20 +66,17 @@ def build(
     limit = chunks_per_segment(segment_chunks)
     # An update reads git through one `git cat-file` process (no pygit2 import: gitcat.py).
     repository = open_reader(repo) if incremental else open_repository(repo)
+    args = (rev, index_dir, jobs, progress, vectors_dir)
     try:
-        return _build(
-            repository,
-            rev,
-            index_dir,
-            jobs,
-            progress,
-            vectors_dir,
-            incremental,
-            backend,
-            scheduler,
-            limit,
-            started,
-        )
+        try:
+            return _build(repository, *args, incremental, backend, scheduler, limit, started)
+        except CorruptIndexError:
+            if not incremental:
+                raise
+            # The base's files are hashed as the update reads them: a damaged one found then
+            # (nothing is published yet) is rebuilt from scratch, as a base that cannot be
+            # opened is.
+            return _build(repository, *args, False, backend, scheduler, limit, started)
     finally:
         close_reader(repository)
 
@@ -144,11 +141,11 @@ def _build(
             skipped[f.path] = base.skipped[f.path]
         elif base is not None and (at := base.stored_at(f.path, f.blob)) is not None:
             stored[f.path] = f
-            stored_files[f.path] = (base.checked(at[0]), at[1])
+            stored_files[f.path] = (at[0], at[1])
         elif base is not None and (
             same := base.same_content(f.blob, f.language or "text", path_stem(f.path))
         ):
-            renamed[f.path] = (f, stored_entry(base.checked(same[0]), same[1]))
+            renamed[f.path] = (f, stored_entry(same[0], same[1]))
         else:
             to_chunk.append(f)
 
@@ -185,11 +182,11 @@ def _build(
             for path in kept:
                 segment, local = live[path]
                 if int(segment.times[local]) != times[path]:
-                    others.append(CopiedFile(path, times[path], base.checked(segment), local))
+                    others.append(CopiedFile(path, times[path], segment, local))
             for path, when in moved.items():  # not looked at, but changed and changed back
                 at = base.live_at(path)
                 assert at is not None
-                others.append(CopiedFile(path, when, base.checked(at[0]), at[1]))
+                others.append(CopiedFile(path, when, at[0], at[1]))
         stream.flush(others, _facts(repository.path, renamed, others, jobs))
         # In place and published under the publish lock: garbage collection by another
         # writer never sees the new segments unlisted (store.py).

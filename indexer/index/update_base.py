@@ -14,17 +14,13 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import CorruptIndexError, IndexerError
+from ..errors import IndexerError
 from ..source.chunker import CHUNKER_VERSION, path_stem
 from ..source.gitsource import changes_since, last_change_times
-from . import integrity
 from .blobcache import CachedFile
 from .columns import Lines
-from .dense import RANGES
-from .integrity import REBUILD
 from .pipeline import record_documents
 from .segment import Segment
-from .segment_format import sha256_file
 from .store import current_generation, read_generation, segment_dir
 
 
@@ -48,7 +44,6 @@ class Base:
     def __post_init__(self) -> None:
         self.dead = [set(deleted) for _, deleted in self.parts]
         self.skipped: dict[str, list[str]] = self.manifest.get("skipped", {})
-        self._checked: dict[str, Segment] = {}
 
     def live_at(self, path: str) -> tuple[Segment, int] | None:
         """The segment and index that serve `path`, or None."""
@@ -76,14 +71,6 @@ class Base:
     def n_live(self) -> int:
         counts = self.manifest.get("counts", {})
         return int(counts["files"]) if "files" in counts else len(self.live_files())
-
-    def checked(self, segment: Segment) -> Segment:
-        """`segment` opened with the checks a search makes (its small files hashed): the base
-        is opened without them, and rows copied from it must be what was written."""
-        if segment.name not in self._checked:
-            assert segment.directory is not None
-            self._checked[segment.name] = Segment.open(segment.directory)
-        return self._checked[segment.name]
 
     def stored_at(self, path: str, blob: str) -> tuple[Segment, int] | None:
         """A stored file (live or dead) with this path and blob: a revert copies its rows."""
@@ -119,24 +106,10 @@ class Base:
         return None
 
 
-# The base segments' files an update reads (paths and blobs by bisection, a few times, rows and
-# extras of the files it changes, the quantizer ranges); what it copies is opened with
-# `Base.checked`.
-READ_FILES = (
-    "file_paths.txt",
-    "file_blobs.txt",
-    "file_languages.txt",
-    "file_times.npy",
-    "file_extras.json",
-    "chunk_file.npy",
-    RANGES,
-)
-
-
 def open_base(index_dir: Path, card: Any) -> Base | None:
-    """The current generation, its segments opened with every file's size checked and, of the
-    small files (the checks a search makes on open), those the update reads hashed: a 10-segment
-    index is not hashed file by file for a 1-file update."""
+    """The current generation, its segments opened with every file's size checked; a small file
+    (those a search hashes on open) is hashed when the update first reads it (segment.py), so a
+    10-segment index is not hashed file by file for a 1-file update."""
     try:
         path = current_generation(index_dir)
         manifest = read_generation(path)
@@ -146,7 +119,6 @@ def open_base(index_dir: Path, card: Any) -> Base | None:
             if not isinstance(deleted, list):
                 return None
             segment = Segment.open(segment_dir(path, entry["name"]), hash_small=False)
-            _check_small(segment, READ_FILES)
             parts.append((segment, deleted))
     except (IndexerError, OSError, ValueError, KeyError):
         return None  # nothing usable: build from scratch
@@ -155,16 +127,6 @@ def open_base(index_dir: Path, card: Any) -> Base | None:
     if manifest.get("vectors", {}).get("card") != card:
         return None  # another vector table: every vector changes
     return Base(path, manifest, parts)
-
-
-def _check_small(segment: Segment, names: tuple[str, ...]) -> None:
-    """Hash those of `names` that a search's open would hash (integrity.SMALL_FILE_BYTES)."""
-    assert segment.directory is not None
-    for name in names:
-        info = segment.manifest["artifacts"].get(name)
-        small = info is not None and info["bytes"] <= integrity.SMALL_FILE_BYTES
-        if small and sha256_file(segment.directory / name) != info.get("sha256"):
-            raise CorruptIndexError(f"index file {name} fails its checksum; {REBUILD}")
 
 
 def stored_entry(segment: Segment, local: int) -> CachedFile:
