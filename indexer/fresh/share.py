@@ -272,11 +272,8 @@ def _adopt(
             written.append((writer, name))
             for file_name, data in mine.items():
                 (writer.path / file_name).write_bytes(data)
-        local = {
-            k: v
-            for k, v in manifest.items()
-            if k not in ("files", "format_version", "tool_version", "created")
-        }
+        dropped = ("files", "format_version", "tool_version", "created")
+        local = {k: v for k, v in manifest.items() if k not in dropped}
         local["repo_root"] = str(Path(repo.workdir or repo.path))
         local["vectors"] = {**manifest["vectors"], "dir": str(default_table_dir())}
         local["pulled_from"] = {"ref": ref, "commit": commit}
@@ -284,8 +281,7 @@ def _adopt(
         # another writer never sees them unlisted (indexer/index/store.py).
         with publish_lock(directory):
             while written:
-                writer, name = written[0]
-                writer.finish(name)
+                written[0][0].finish(written[0][1])
                 written.pop(0)
             publish_generation(directory, local)
     except BaseException:
