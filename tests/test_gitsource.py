@@ -1,6 +1,14 @@
-import pygit2
+from pathlib import Path
 
+import pygit2
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from indexer.source.gitcat import CatFileRepository
 from indexer.source.gitsource import content_skip_reason, list_tree, path_skip_reason
+
+from .conftest import commit_all, git, write_files
 
 
 def test_only_tracked_files_are_listed(sample_repo) -> None:  # type: ignore[no-untyped-def]
@@ -35,3 +43,118 @@ def test_skip_reasons_from_content() -> None:
         == "generated"
     )
     assert content_skip_reason("a.py", b"def f():\n    return 1\n") is None
+
+
+# -- tree changes and the `git cat-file` reader ---------------------------------------------------
+
+_names = st.sampled_from(["a", "b", "c.py", "d"])
+_paths = st.lists(_names, min_size=1, max_size=3).map("/".join)
+_files = st.dictionaries(
+    _paths,
+    st.tuples(
+        st.sampled_from([b"x", b"y", b"z\n"]),
+        st.sampled_from([0o100644, 0o100755, 0o120000, 0o160000]),
+    ),
+    max_size=8,
+)
+
+
+def _tree(repo: pygit2.Repository, files: dict[str, tuple[bytes, int]]) -> pygit2.Tree:
+    """A tree of `files`; a path that is also another's directory is left out."""
+    index = pygit2.Index()
+    for path, (data, mode) in sorted(files.items()):
+        if not any(other.startswith(path + "/") for other in files):
+            index.add(pygit2.IndexEntry(path, repo.create_blob(data), mode))
+    return repo[index.write_tree(repo)]  # type: ignore[return-value]
+
+
+def _libgit2_changes(old: pygit2.Tree, new: pygit2.Tree) -> set[tuple[str, object, object]]:
+    """libgit2's deltas as (path, before, after); a type change (a file that becomes a link),
+    which libgit2 reports as a deletion and an addition, as one change."""
+    sides: dict[str, list[object]] = {}
+    for delta in old.diff_to_tree(new).deltas:
+        status = delta.status
+        if status != pygit2.enums.DeltaStatus.ADDED:
+            sides.setdefault(delta.old_file.path, [None, None])[0] = (
+                str(delta.old_file.id),
+                delta.old_file.mode,
+            )
+        if status != pygit2.enums.DeltaStatus.DELETED:
+            sides.setdefault(delta.new_file.path, [None, None])[1] = (
+                str(delta.new_file.id),
+                delta.new_file.mode,
+            )
+    return {(path, a, b) for path, (a, b) in sides.items()}
+
+
+@settings(max_examples=150, deadline=None)
+@given(_files, _files)
+def test_tree_changes_are_libgit2s_tree_diff(
+    before: dict[str, tuple[bytes, int]], after: dict[str, tuple[bytes, int]]
+) -> None:
+    import tempfile
+
+    from indexer.source.treediff import tree_changes_between
+
+    with tempfile.TemporaryDirectory() as tmp:
+        repo = pygit2.init_repository(tmp, bare=True)
+        old, new = _tree(repo, before), _tree(repo, after)
+        expected = _libgit2_changes(old, new)
+        found = tree_changes_between(repo, old, new)
+        assert found is not None
+        assert {(c.path, c.old, c.new) for c in found} == expected
+        for reader in (repo, CatFileRepository(repo.path, None)):
+            changes = tree_changes_between(reader, reader[str(old.id)], reader[str(new.id)])
+            assert changes is not None
+            assert {(c.path, c.old, c.new) for c in changes} == expected
+        if len(expected) > 1:
+            assert tree_changes_between(repo, old, new, limit=len(expected) - 1) is None
+
+
+def test_the_cat_file_reader_reads_what_pygit2_reads(tmp_path: Path) -> None:
+    from indexer.errors import IndexerError
+    from indexer.source.gitsource import (
+        changes_since,
+        last_change_times,
+        open_reader,
+        open_repository,
+        resolve_commit,
+    )
+
+    root = tmp_path / "repo"
+    root.mkdir()
+    pygit2.init_repository(str(root))
+    assert open_reader(root).head_is_unborn
+    write_files(root, {"a.py": "x = 1\n", "docs/é è.md": "# t\n", "pkg/b.js": "var b;\n"})
+    first = commit_all(root, "one", when=1_700_000_000)
+    write_files(root, {"a.py": "x = 2\n", "pkg/c.py": "y = 3\n"})
+    commit_all(root, "two", when=1_700_000_100)
+    git(root, "tag", "-a", "v1", "-m", "release")
+    (root / "pkg" / "b.js").unlink()
+    git(root, "add", "-A")
+    commit_all(root, "three", when=1_700_000_200)
+    git(root, "worktree", "add", "-q", str(tmp_path / "linked"))
+    git(root, "clone", "-q", "--bare", str(root), str(tmp_path / "bare.git"))
+
+    for where in (root, root / "pkg", tmp_path / "linked", tmp_path / "bare.git"):
+        ours, theirs = open_reader(where), open_repository(where)
+        assert (ours.path, ours.workdir, ours.is_bare) == (
+            theirs.path,
+            theirs.workdir,
+            theirs.is_bare,
+        )
+        for rev in ("HEAD", "HEAD~1", "v1", first[:10], first):
+            a, b = resolve_commit(ours, rev), resolve_commit(theirs, rev)
+            assert a.id == str(b.id) and a.commit_time == b.commit_time
+            assert a.tree.id == str(b.tree.id)
+            assert [p.id for p in a.parents] == [str(p.id) for p in b.parents]
+            assert list_tree(ours, a) == list_tree(theirs, b)
+            paths = {f.path for f in list_tree(theirs, b).files}
+            assert last_change_times(ours, a, paths) == last_change_times(theirs, b, paths)
+            assert changes_since(ours, a, first) == changes_since(theirs, b, first)
+            for f in list_tree(theirs, b).files:
+                assert ours[f.blob].data == theirs[f.blob].data
+        for bad in ("nope", "HEAD~9", "HEAD\nHEAD"):
+            with pytest.raises(IndexerError):
+                resolve_commit(ours, bad)
+        ours.close()

@@ -270,3 +270,36 @@ def test_the_commit_never_waits_for_the_update(sample_repo: Path) -> None:
     index = Index.open(sample_repo, worktree=False)
     assert index.search("held_back")[0].symbol == "held_back"
     assert index.search("after_release")[0].symbol == "after_release"
+
+
+def test_a_commit_during_a_background_merge_is_searchable_without_waiting(
+    sample_repo: Path,
+) -> None:
+    """A merge copies rows without the update lock: the hook's update of a commit that lands
+    meanwhile publishes at once, and the merge publishes on top of it afterwards."""
+    from indexer.fresh.freshness import merge_lock
+    from indexer.index.merge import PreparedMerge, commit, prepare
+
+    assert run_cli("build", cwd=sample_repo).returncode == 0
+    for i in range(2):
+        write_files(sample_repo, {f"extra{i}.py": f"def extra_{i}():\n    return {i}\n"})
+        git(sample_repo, "add", "-A")
+        git(sample_repo, "commit", "-q", "-m", f"extra {i}")
+        assert run_cli("update", cwd=sample_repo).returncode == 0
+    assert run_cli("hooks", "install", cwd=sample_repo).returncode == 0
+    index_dir = sample_repo / ".git" / "indexer"
+    with merge_lock(index_dir, wait=False) as held:  # a background merge in progress
+        assert held
+        prepared = prepare(index_dir, everything=True)
+        assert isinstance(prepared, PreparedMerge)
+        write_files(sample_repo, {"during.py": "def during_merge():\n    return 1\n"})
+        git(sample_repo, "add", "-A")
+        git(sample_repo, "commit", "-q", "-m", "during the merge")
+        wait_for_index(sample_repo, head(sample_repo), timeout=60)  # not after the merge
+        assert Index.open(sample_repo).search("during_merge")[0].symbol == "during_merge"
+        result = commit(prepared)
+    assert result["merged"] == 3 and result["rebased"]
+    index = Index.open(sample_repo)
+    assert index.commit == head(sample_repo) and index.status()["segments"] == 2
+    assert index.search("during_merge")[0].symbol == "during_merge"
+    assert index.search("extra_1")[0].symbol == "extra_1"

@@ -3,9 +3,13 @@
 Git hooks start `indexer update --background`, which forks a detached process and returns at
 once. Updates are serialised by an exclusive lock on `<index>/update.lock`; a trigger that finds
 the lock taken only leaves a `pending` mark and exits, and the running updater loops until no
-mark is left, so a burst of commits costs a couple of updates that end at the final HEAD.
-Failures are appended to `<index>/update.log` and the last one is kept in `last_failure.json`
-for `indexer status`. An update killed at any point leaves the previous snapshot current.
+mark is left, so a burst of commits costs a couple of updates that end at the final HEAD. Then
+the updater lets go of the lock and merges segments if the tiered policy asks for it (one merger
+at a time: `<index>/merge.lock`): a commit that lands during the merge finds the update lock
+free and is searchable after its own update; the merge publishes on top of it
+(indexer/index/merge.py). Failures are appended to `<index>/update.log` and the last one is
+kept in `last_failure.json` for `indexer status`. An update or a merge killed at any point
+leaves the previous generation current.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from typing import Any
 from ..errors import IndexerError
 
 LOCK = "update.lock"
+MERGE_LOCK = "merge.lock"
 PENDING = "pending"
 LOG = "update.log"
 FAILURE = "last_failure.json"
@@ -35,8 +40,21 @@ MAX_LOG_BYTES = 1_000_000
 @contextmanager
 def update_lock(index_dir: Path, wait: bool) -> Iterator[bool]:
     """Hold the update lock; yields False at once when `wait` is off and another update runs."""
+    with _exclusive(index_dir, LOCK, wait) as acquired:
+        yield acquired
+
+
+@contextmanager
+def merge_lock(index_dir: Path, wait: bool) -> Iterator[bool]:
+    """Held by the one process that merges in the background (False: another one does)."""
+    with _exclusive(index_dir, MERGE_LOCK, wait) as acquired:
+        yield acquired
+
+
+@contextmanager
+def _exclusive(index_dir: Path, name: str, wait: bool) -> Iterator[bool]:
     index_dir.mkdir(parents=True, exist_ok=True)
-    fd = os.open(index_dir / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+    fd = os.open(index_dir / name, os.O_RDWR | os.O_CREAT, 0o644)
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
@@ -87,12 +105,19 @@ def last_failure(index_dir: Path) -> dict[str, Any] | None:
 
 
 def run_updates(repo: str | None, index_dir: Path, rev: str | None = None) -> int:
-    """Update until no trigger is pending. Returns 0; failures are logged, never raised."""
+    """Update until no trigger is pending, then merge without the update lock. Returns 0;
+    failures are logged, never raised."""
     from ..index.build import update_index
 
-    for _ in range(3):  # a trigger marked pending just before we let go: take it up
+    for _ in range(5):  # bounded: a trigger storm cannot keep us busy forever
         if not _update_while_pending(repo, index_dir, rev, update_index):
-            return 0
+            return 0  # another updater holds the lock, and has our mark
+        if (index_dir / PENDING).exists():
+            continue  # a trigger marked pending just before we let go: take it up
+        _merge_in_background(index_dir)
+        # A trigger that came while the merge published (a few milliseconds under the
+        # publish lock, not the update lock) ran its own update; one that came while our
+        # updates ran left a mark that is ours to take up.
         if not (index_dir / PENDING).exists():
             break
     return 0
@@ -106,7 +131,7 @@ def _update_while_pending(repo: str | None, index_dir: Path, rev: str | None, up
             (index_dir / PENDING).touch()
             log(index_dir, "another update is running; marked pending")
             return False
-        for attempt in range(20):  # bounded: a trigger storm cannot keep us busy forever
+        for _ in range(20):  # bounded: a trigger storm cannot keep us busy forever
             (index_dir / PENDING).unlink(missing_ok=True)
             try:
                 report = update(repo, rev, index_dir=index_dir, progress=False)
@@ -125,27 +150,33 @@ def _update_while_pending(repo: str | None, index_dir: Path, rev: str | None, up
                 }
                 with contextlib.suppress(OSError):
                     (index_dir / FAILURE).write_text(json.dumps(failure), encoding="utf-8")
-            if (index_dir / PENDING).exists():
-                continue
-            # Searches see the update already; merging may take a while, and a trigger that
-            # arrives meanwhile only leaves its mark: look again before letting go of the lock.
-            _merge_in_background(index_dir)
-            if not (index_dir / PENDING).exists() or attempt == 19:
+            if not (index_dir / PENDING).exists():
                 break
     return True
 
 
 def _merge_in_background(index_dir: Path) -> None:
-    """After the hook's updates, still holding the lock: merge segments if the tiered policy
-    asks for it (indexer/index/merge.py). Searches see the update before this starts."""
-    from ..index.merge import merge
+    """After the hook's updates, without the update lock: merge segments if the tiered policy
+    asks for it (indexer/index/merge.py), one merger at a time. Searches see the updates
+    before this starts, and updates that arrive meanwhile do not wait for it."""
+    from ..index.merge import commit, prepare
 
-    try:
-        result = merge(index_dir)
-        if result["merged"]:
-            log(index_dir, f"merged {result['merged']} segments in {result['seconds']:.2f}s")
-    except Exception as exc:  # a failed merge leaves the generation as it was
-        log(index_dir, f"merge failed: {exc!r}")
+    with merge_lock(index_dir, wait=False) as acquired:
+        if not acquired:
+            return  # another updater merges; it publishes on top of our generation
+        try:
+            prepared = prepare(index_dir)
+            if isinstance(prepared, dict):
+                return
+            result = commit(prepared)
+            if result["merged"]:
+                on = " (on a newer generation)" if result.get("rebased") else ""
+                took = f"{result['seconds']:.2f}s{on}"
+                log(index_dir, f"merged {result['merged']} segments in {took}")
+            else:
+                log(index_dir, "merge dropped: the index changed under it (planned again later)")
+        except Exception as exc:  # a failed merge leaves the generation as it was
+            log(index_dir, f"merge failed: {exc!r}")
 
 
 def start_background_update(repo: str | None, index_dir: Path) -> None:

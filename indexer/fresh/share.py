@@ -36,6 +36,7 @@ from ..index.store import (
     current_generation,
     default_index_dir,
     publish_generation,
+    publish_lock,
 )
 from ..index.vectors import StaticVectors, default_table_dir
 from ..source.gitsource import open_repository
@@ -257,30 +258,36 @@ def _adopt(
     commit: str,
 ) -> None:
     names = {key.split("/", 1)[0] for key in files if key != MANIFEST}
-    for name in sorted(names):
-        existing = directory / SEGMENTS / name
-        mine = {k.split("/", 1)[1]: v for k, v in files.items() if k.startswith(name + "/")}
-        if existing.is_dir():
-            if (existing / "segment.json").read_bytes() == mine["segment.json"]:
-                continue  # segments are immutable: already here
-            raise IndexerError(f"a different local segment is named {name}; run `indexer build`")
-        writer = SegmentWriter(directory)
-        try:
+    written: list[tuple[SegmentWriter, str]] = []
+    try:
+        for name in sorted(names):
+            existing = directory / SEGMENTS / name
+            mine = {k.split("/", 1)[1]: v for k, v in files.items() if k.startswith(name + "/")}
+            if existing.is_dir():
+                if (existing / "segment.json").read_bytes() == mine["segment.json"]:
+                    continue  # segments are immutable: already here
+                message = f"a different local segment is named {name}; run `indexer build`"
+                raise IndexerError(message)
+            writer = SegmentWriter(directory)
+            written.append((writer, name))
             for file_name, data in mine.items():
                 (writer.path / file_name).write_bytes(data)
-            writer.finish(name)
-        except BaseException:
+        dropped = ("files", "format_version", "tool_version", "created")
+        local = {k: v for k, v in manifest.items() if k not in dropped}
+        local["repo_root"] = str(Path(repo.workdir or repo.path))
+        local["vectors"] = {**manifest["vectors"], "dir": str(default_table_dir())}
+        local["pulled_from"] = {"ref": ref, "commit": commit}
+        # Renamed into place and published under the publish lock: garbage collection by
+        # another writer never sees them unlisted (indexer/index/store.py).
+        with publish_lock(directory):
+            while written:
+                written[0][0].finish(written[0][1])
+                written.pop(0)
+            publish_generation(directory, local)
+    except BaseException:
+        for writer, _ in written:
             writer.abort()
-            raise
-    local = {
-        k: v
-        for k, v in manifest.items()
-        if k not in ("files", "format_version", "tool_version", "created")
-    }
-    local["repo_root"] = str(Path(repo.workdir or repo.path))
-    local["vectors"] = {**manifest["vectors"], "dir": str(default_table_dir())}
-    local["pulled_from"] = {"ref": ref, "commit": commit}
-    publish_generation(directory, local)
+        raise
 
 
 def _verified_files(repo: pygit2.Repository, tree: pygit2.Tree, ref: str) -> dict[str, bytes]:

@@ -22,7 +22,7 @@ import numpy as np
 
 from ..source.chunker import materialize, parse_and_chunk, path_stem
 from ..source.chunks import Chunk
-from ..source.gitsource import content_skip_reason
+from ..source.gitsource import content_skip_reason, reader_for
 from ..source.notebook import fallback_reason
 from ..source.pathclass import content_flags
 from ..source.secrets import redact
@@ -131,7 +131,8 @@ def static_table(directory: str) -> StaticVectors:
 def index_batch(context: BuildContext, items: list[tuple[str, str, str]]) -> list[FileResult]:
     """Worker: (path, blob, language) of some files -> their results, in the same order.
     Any failure skips the file, never the build."""
-    repo = _repository(context.repo_path)
+    # An update in this process reads blobs through its `git cat-file` reader (no pygit2).
+    repo = reader_for(context.repo_path) or _repository(context.repo_path)
     table = static_table(context.table_dir)
     results = []
     for path, blob, language in items:

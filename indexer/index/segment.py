@@ -5,6 +5,8 @@ in-memory `SegmentData` through the same attributes."""
 from __future__ import annotations
 
 import json
+import os
+import stat
 import zlib
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
@@ -17,8 +19,9 @@ import numpy as np
 from ..errors import CorruptIndexError
 from . import integrity
 from .columns import Lines
+from .dense import FILES as DENSE_FILES
 from .dense import DenseIndex
-from .graph.facts import FactsMapping, read_facts
+from .graph.facts import FACTS_FILE_NAMES, FactsMapping, read_facts
 from .integrity import REBUILD
 from .segment_data import SegmentData
 from .segment_format import (
@@ -46,10 +49,13 @@ class Segment:
         self.manifest = manifest
         self.n_files = int(manifest["files"])
         self.n_rows = int(manifest["chunks"])
+        self._unhashed: set[str] = set()  # small files to hash before their first read
 
     @classmethod
-    def open(cls, directory: Path, verify: bool = False) -> Segment:
-        """Checks sizes of every file and hashes the small ones (every one with `verify`)."""
+    def open(cls, directory: Path, verify: bool = False, hash_small: bool = True) -> Segment:
+        """Checks sizes of every file and hashes the small ones (every one with `verify`).
+        Without `hash_small` a small file is hashed when it is first read instead: an update
+        reads a few lines of a few files of each of its base's segments."""
         try:
             manifest = json.loads((directory / SEGMENT_MANIFEST).read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
@@ -61,15 +67,33 @@ class Segment:
             or not set(manifest["artifacts"]) >= REQUIRED_FILES
         ):
             raise CorruptIndexError(f"segment {directory.name} lacks required files; {REBUILD}")
+        base = os.fspath(directory)
         for name, info in manifest["artifacts"].items():
-            path = directory / name
-            if "/" in name or not path.is_file() or path.stat().st_size != info.get("bytes"):
+            try:  # one stat per file (opening a 10-segment index checks ~330 files)
+                st = os.stat(os.path.join(base, name)) if "/" not in name else None
+            except OSError:
+                st = None
+            if st is None or not stat.S_ISREG(st.st_mode) or st.st_size != info.get("bytes"):
                 raise CorruptIndexError(f"index file {name} is missing or truncated; {REBUILD}")
-            if verify or info["bytes"] <= integrity.SMALL_FILE_BYTES:
-                data_ok = sha256_file(path) == info.get("sha256")
-                if not data_ok:
-                    raise CorruptIndexError(f"index file {name} fails its checksum; {REBUILD}")
-        return cls(directory.name, directory, manifest)
+        limit = integrity.SMALL_FILE_BYTES
+        small = {n for n, info in manifest["artifacts"].items() if info["bytes"] <= limit}
+        segment = cls(directory.name, directory, manifest)
+        if verify or hash_small:
+            segment._hash(*(manifest["artifacts"] if verify else small))
+        else:
+            segment._unhashed = small
+        return segment
+
+    def _hash(self, *names: str) -> None:
+        """Check these files against their digests (each once)."""
+        assert self.directory is not None
+        for name in names:
+            info = self.manifest["artifacts"].get(name)
+            if info is None:
+                continue
+            self._unhashed.discard(name)
+            if sha256_file(self.directory / name) != info.get("sha256"):
+                raise CorruptIndexError(f"index file {name} fails its checksum; {REBUILD}")
 
     @classmethod
     def of(cls, data: SegmentData, name: str = "memory") -> Segment:
@@ -103,6 +127,8 @@ class Segment:
 
     def _path(self, name: str) -> Path:
         assert self.directory is not None
+        if name in self._unhashed:
+            self._hash(name)
         return self.directory / name
 
     def _array(self, name: str, rows: int, mmap_mode: Any = None) -> np.ndarray:
@@ -276,6 +302,7 @@ class Segment:
     @cached_property
     def dense(self) -> DenseIndex:
         assert self.directory is not None
+        self._hash(*(n for n in DENSE_FILES if n in self._unhashed))
         digests = {name: info.get("sha256") for name, info in self.manifest["artifacts"].items()}
         return DenseIndex.load(self.directory, self.n_rows, digests)
 
@@ -283,6 +310,7 @@ class Segment:
     def graph_facts(self) -> Mapping[str, dict[str, Any]]:
         """path -> FileGraph.to_dict() of the segment's files, each decoded when asked."""
         assert self.directory is not None
+        self._hash(*(n for n in FACTS_FILE_NAMES if n in self._unhashed))
         return FactsMapping(read_facts(self.directory))
 
     def close(self) -> None:

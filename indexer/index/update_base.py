@@ -16,36 +16,61 @@ import numpy as np
 
 from ..errors import IndexerError
 from ..source.chunker import CHUNKER_VERSION, path_stem
-from ..source.gitsource import last_change_times
+from ..source.gitsource import changes_since, last_change_times
 from .blobcache import CachedFile
 from .columns import Lines
 from .pipeline import record_documents
-from .reader import open_generation
 from .segment import Segment
-from .store import current_generation
+from .store import current_generation, read_generation, segment_dir
+
+
+def held(segment: Segment, path: str) -> int | None:
+    """The index of `path` among the segment's files (live or not), by bisection."""
+    paths = segment.paths
+    i = bisect.bisect_left(paths, path)
+    return i if i < len(paths) and paths[i] == path else None
 
 
 @dataclass
 class Base:
-    """The live generation an update starts from."""
+    """The live generation an update starts from. Nothing here steps through every file: a
+    path is looked up in each segment's sorted path column (the big corpus has 10k files in 10
+    segments; an update's cost must follow the change)."""
 
     path: Path
     manifest: dict[str, Any]
     parts: list[tuple[Segment, list[str]]]
 
     def __post_init__(self) -> None:
-        # path -> (segment, file) of every live file: built with C-level zips, no Python step
-        # per file (the big corpus has 10k files; an update's cost must follow the change).
-        self.live: dict[str, tuple[Segment, int]] = {}
-        for segment, deleted in self.parts:
+        self.dead = [set(deleted) for _, deleted in self.parts]
+        self.skipped: dict[str, list[str]] = self.manifest.get("skipped", {})
+
+    def live_at(self, path: str) -> tuple[Segment, int] | None:
+        """The segment and index that serve `path`, or None."""
+        for k in range(len(self.parts) - 1, -1, -1):
+            segment = self.parts[k][0]
+            local = held(segment, path)
+            if local is not None and path not in self.dead[k]:
+                return segment, local
+        return None
+
+    def live_files(self) -> dict[str, tuple[Segment, int]]:
+        """path -> (segment, file) of every live file: for a full listing, which reads every
+        file anyway (built with C-level zips, no Python step per file)."""
+        live: dict[str, tuple[Segment, int]] = {}
+        for (segment, _), gone in zip(self.parts, self.dead, strict=True):
             at = zip(repeat(segment), range(segment.n_files), strict=False)
             placed = zip(segment.paths, at, strict=True)
-            if deleted:
-                gone = set(deleted)
-                self.live.update(item for item in placed if item[0] not in gone)
+            if gone:
+                live.update(item for item in placed if item[0] not in gone)
             else:
-                self.live.update(placed)
-        self.skipped: dict[str, list[str]] = self.manifest.get("skipped", {})
+                live.update(placed)
+        return live
+
+    @property
+    def n_live(self) -> int:
+        counts = self.manifest.get("counts", {})
+        return int(counts["files"]) if "files" in counts else len(self.live_files())
 
     def stored_at(self, path: str, blob: str) -> tuple[Segment, int] | None:
         """A stored file (live or dead) with this path and blob: a revert copies its rows."""
@@ -82,9 +107,19 @@ class Base:
 
 
 def open_base(index_dir: Path, card: Any) -> Base | None:
+    """The current generation, its segments opened with every file's size checked; a small file
+    (those a search hashes on open) is hashed when the update first reads it (segment.py), so a
+    10-segment index is not hashed file by file for a 1-file update."""
     try:
         path = current_generation(index_dir)
-        manifest, parts = open_generation(path)
+        manifest = read_generation(path)
+        parts = []
+        for entry in manifest["segments"]:
+            deleted = entry.get("deleted", [])
+            if not isinstance(deleted, list):
+                return None
+            segment = Segment.open(segment_dir(path, entry["name"]), hash_small=False)
+            parts.append((segment, deleted))
     except (IndexerError, OSError, ValueError, KeyError):
         return None  # nothing usable: build from scratch
     if manifest.get("chunker_version") != CHUNKER_VERSION:
@@ -118,31 +153,46 @@ def stored_entry(segment: Segment, local: int) -> CachedFile:
 
 
 def change_times(
-    repository: Any, commit: Any, base: Base | None, indexed: list[str], kept: set[str]
-) -> dict[str, int]:
-    """Last-change time per file, exactly as a full build's history walk would find it.
+    repository: Any,
+    commit: Any,
+    base: Base | None,
+    paths: set[str],
+    touched: set[str],
+    kept: dict[str, tuple[Segment, int]] | None = None,
+) -> tuple[dict[str, int], dict[str, int]]:
+    """Last-change times exactly as a full build's history walk finds them: (the time of each
+    of `paths`, the new time of every other live file of `base` whose time moved).
 
-    When the base commit is on the target's first-parent chain, only the commits in between are
-    walked: a kept file untouched there keeps its time. Otherwise every file is walked again.
+    When the base commit is on the target's first-parent chain, only the commits in between
+    are read: a file they do not touch keeps its time (`kept`: where those of `paths` that are
+    kept in place are stored). Otherwise every file is walked again. `touched`: the paths the
+    update looked at (every other live file is kept in place, unlisted).
     """
-    paths = set(indexed)
     if base is None:
-        full: dict[str, int] = last_change_times(repository, commit, paths)
-        return full
-    recent, unresolved = last_change_times(
-        repository, commit, paths, stop_at=base.manifest["commit"], partial=True
-    )
-    if unresolved is None:  # base commit not on the first-parent chain
-        walked: dict[str, int] = last_change_times(repository, commit, paths)
-        return walked
-    times = dict(recent)
-    todo = set()
-    for path in unresolved:
-        if path in kept:
-            segment, local = base.live[path]
-            times[path] = int(segment.times[local])
-        else:
-            todo.add(path)
-    if todo:
-        times.update(last_change_times(repository, commit, todo))
-    return times
+        return last_change_times(repository, commit, paths), {}
+    recent = changes_since(repository, commit, base.manifest["commit"])
+    if recent is None:  # base commit not on the first-parent chain
+        live = base.live_files()
+        others = {p for p in live if p not in touched and p not in paths}
+        walked = last_change_times(repository, commit, paths | others)
+        moved = {}
+        for p in others:
+            segment, local = live[p]
+            if int(segment.times[local]) != walked[p]:
+                moved[p] = walked[p]
+        return {p: walked[p] for p in paths}, moved
+    times = {p: recent[p] for p in paths if p in recent}
+    for p, (segment, local) in (kept or {}).items():
+        if p not in times:
+            times[p] = int(segment.times[local])
+    missing = paths - times.keys()
+    if missing:
+        times.update(last_change_times(repository, commit, missing))
+    moved = {}
+    for p, when in recent.items():
+        if p in touched or p in paths:
+            continue
+        at = base.live_at(p)
+        if at is not None and int(at[0].times[at[1]]) != when:
+            moved[p] = when
+    return times, moved

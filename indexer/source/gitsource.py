@@ -1,13 +1,17 @@
-"""Read a commit's tree with pygit2: tracked files only, so .gitignore holds by construction."""
+"""Read a commit's tree from git: tracked files only, so .gitignore holds by construction.
+
+A build reads git with pygit2 (`open_repository`); an update reads it through one `git cat-file
+--batch` process (`open_reader`, gitcat.py), which does not pay pygit2's import. Both answer
+the same calls here: a `Repo` is either.
+"""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-import pygit2
 
 from ..errors import IndexerError, NotARepositoryError
 from .ignorefile import IGNORE_FILE, IgnoreRules
@@ -19,8 +23,12 @@ from .pathrules import (
     content_skip_reason,
     path_skip_reason,
 )
+from .treediff import Change, tree_changes_between
 
 __all__ = ["MAX_FILE_BYTES", "MAX_NOTEBOOK_BYTES", "content_skip_reason", "path_skip_reason"]
+
+Repo = Any  # a pygit2.Repository, or a gitcat.CatFileRepository (the same calls)
+Commit = Any  # a pygit2.Commit or a gitcat.Commit
 
 
 @dataclass(frozen=True)
@@ -38,7 +46,10 @@ class TreeListing:
     skipped: dict[str, list[str]]  # reason -> paths (decided from the tree alone)
 
 
-def open_repository(path: str | os.PathLike[str] | None) -> pygit2.Repository:
+def open_repository(path: str | os.PathLike[str] | None) -> Any:
+    """The repository holding `path` (default: the working directory), opened with pygit2."""
+    import pygit2
+
     start = os.fspath(path) if path is not None else os.getcwd()
     if not os.path.exists(start):
         raise NotARepositoryError(f"not a git repository: {start} (no such path)")
@@ -48,31 +59,77 @@ def open_repository(path: str | os.PathLike[str] | None) -> pygit2.Repository:
     return pygit2.Repository(found)
 
 
-def repo_root(repo: pygit2.Repository) -> Path:
+_READERS: dict[str, Repo] = {}  # git dir -> the reader an update in this process opened
+
+
+def open_reader(path: str | os.PathLike[str] | None) -> Repo:
+    """The repository read through `git cat-file --batch` (gitcat.py), else with pygit2 when
+    no `git` executable is found. Blobs that the chunking pipeline reads in this process for
+    the same repository come from it too (`reader_for`); `close_reader` ends it."""
+    from . import gitcat
+
+    if not any(os.access(os.path.join(d, "git"), os.X_OK) for d in os.get_exec_path()):
+        return open_repository(path)
+    git_dir, workdir = gitcat.discover(path)
+    reader = gitcat.CatFileRepository(git_dir, workdir)
+    _READERS[reader.path] = reader
+    return reader
+
+
+def close_reader(repo: Repo) -> None:
+    """End what `open_reader` started (its `git cat-file` process)."""
+    from .gitcat import CatFileRepository
+
+    if isinstance(repo, CatFileRepository):
+        key = repo.path
+        if _READERS.get(key) is repo:
+            del _READERS[key]
+        repo.close()
+
+
+def reader_for(git_dir: str) -> Repo | None:
+    """The reader an update opened in this process for the repository at `git_dir` (the
+    chunking pipeline reads that update's blobs through it), or None."""
+    return _READERS.get(git_dir.rstrip("/") + "/")
+
+
+def repo_root(repo: Repo) -> Path:
     if repo.is_bare:
         return Path(repo.path)
     return Path(repo.workdir)
 
 
-def resolve_commit(repo: pygit2.Repository, rev: str | None) -> pygit2.Commit:
+def peel_commit(repo: Repo, rev: str) -> Commit | None:
+    """The commit `rev` names (a tag peeled), or None."""
+    from .gitcat import CatFileRepository
+
+    if isinstance(repo, CatFileRepository):
+        return repo.commit(rev)
+    import pygit2
+
+    try:
+        return repo.revparse_single(rev).peel(pygit2.Commit)
+    except (KeyError, ValueError, pygit2.GitError):
+        return None
+
+
+def resolve_commit(repo: Repo, rev: str | None) -> Commit:
     if rev is None:
         if repo.head_is_unborn:
             raise IndexerError("the repository has no commits yet; commit something first")
         rev = "HEAD"
-    try:
-        obj = repo.revparse_single(rev)
-        commit = obj.peel(pygit2.Commit)
-    except (KeyError, ValueError, pygit2.GitError) as exc:
-        raise IndexerError(f"unknown revision: {rev}") from exc
+    commit = peel_commit(repo, rev)
+    if commit is None:
+        raise IndexerError(f"unknown revision: {rev}")
     return commit
 
 
-def list_tree(repo: pygit2.Repository, commit: pygit2.Commit) -> TreeListing:
+def list_tree(repo: Repo, commit: Commit) -> TreeListing:
     files: list[SourceFile] = []
     skipped: dict[str, list[str]] = {}
     rules = IgnoreRules.from_tree(repo, commit.tree)
 
-    def walk(tree: pygit2.Tree, prefix: str) -> None:
+    def walk(tree: Any, prefix: str) -> None:
         for entry in tree:
             path = f"{prefix}{entry.name}"
             if entry.type_str == "tree":
@@ -82,7 +139,7 @@ def list_tree(repo: pygit2.Repository, commit: pygit2.Commit) -> TreeListing:
                 if entry.name in VENDORED_DIRS:
                     skipped.setdefault("vendored", []).append(path + "/")
                     continue
-                walk(repo[entry.id], path + "/")  # type: ignore[arg-type]
+                walk(repo[entry.id], path + "/")
                 continue
             reason = path_skip_reason(path, entry.filemode, rules)
             if reason:
@@ -94,50 +151,53 @@ def list_tree(repo: pygit2.Repository, commit: pygit2.Commit) -> TreeListing:
     return TreeListing(str(commit.id), int(commit.commit_time), files, skipped)
 
 
-_DIFFS: dict[tuple[str, str], Any] = {}
+_CHANGES: dict[tuple[str, str], tuple[int | None, list[Change] | None]] = {}
 
 
-def tree_diff(old: pygit2.Tree, new: pygit2.Tree) -> Any:
-    """The diff of two trees, kept for the process: an update diffs the indexed commit's tree
-    against the new one, then walks the same commit for change times (~0.1 s each on a 10k-file
-    tree)."""
+def changes_of(repo: Repo, old: Any, new: Any, limit: int | None = None) -> list[Change] | None:
+    """The changed files between two trees (treediff.py; None: more than `limit`), kept for the
+    process: an update reads the indexed commit's tree against the new one, then the same
+    commits for change times."""
     key = (str(old.id), str(new.id))
-    diff = _DIFFS.get(key)
-    if diff is None:
-        if len(_DIFFS) > 64:
-            _DIFFS.clear()
-        diff = _DIFFS[key] = old.diff_to_tree(new)
-    return diff
+    if key in _CHANGES:
+        tried, found = _CHANGES[key]
+        if found is not None:
+            return None if limit is not None and len(found) > limit else found
+        if limit is not None and tried is not None and limit <= tried:
+            return None
+    if len(_CHANGES) > 64:
+        _CHANGES.clear()
+    found = tree_changes_between(repo, old, new, limit)
+    _CHANGES[key] = (limit, found)
+    return found
+
+
+def _first_parents(commit: Commit) -> Iterator[Commit]:
+    """`commit` and its first parents, newest first, one object read each (a revision walk
+    sorted topologically reads the whole history before it yields the first commit)."""
+    current: Commit | None = commit
+    while current is not None:
+        yield current
+        parents = current.parents
+        current = parents[0] if parents else None
 
 
 def last_change_times(
-    repo: pygit2.Repository,
-    commit: pygit2.Commit,
+    repo: Repo,
+    commit: Commit,
     paths: set[str],
     max_commits: int = 2000,
-    stop_at: str | None = None,
-    partial: bool = False,
-) -> Any:
+) -> dict[str, int]:
     """Commit time of the last change of each path, walking first parents from `commit`.
 
     Paths not resolved within `max_commits` get the time of the oldest commit seen: an upper
     bound that is good enough for a recency signal and keeps builds of huge histories bounded.
-    With `partial`, the walk stops before `stop_at` and returns (times, unresolved paths), or
-    (times, None) when `stop_at` is not on the first-parent chain.
     """
     times: dict[str, int] = {}
     remaining = set(paths)
     oldest = int(commit.commit_time)
-    reached = False
-    walker = repo.walk(commit.id, pygit2.enums.SortMode.TOPOLOGICAL | pygit2.enums.SortMode.TIME)
-    walker.simplify_first_parent()
-    for count, current in enumerate(walker):
-        if partial and str(current.id) == stop_at:
-            reached = True
-            break
-        if not remaining and not partial:
-            break
-        if count >= max_commits:
+    for count, current in enumerate(_first_parents(commit)):
+        if not remaining or count >= max_commits:
             break
         oldest = int(current.commit_time)
         parents = current.parents
@@ -145,20 +205,37 @@ def last_change_times(
             for path in remaining:
                 times[path] = oldest
             remaining.clear()
-            if partial:
-                break
-            continue
-        diff: Any = tree_diff(parents[0].tree, current.tree)
-        for delta in diff.deltas:
-            path = delta.new_file.path
-            if path in remaining:
-                times[path] = oldest
-                remaining.discard(path)
-    if partial:
-        return times, (remaining if reached else None)
+            break
+        found = changes_of(repo, parents[0].tree, current.tree)
+        assert found is not None  # no limit
+        for change in found:
+            if change.path in remaining:
+                times[change.path] = oldest
+                remaining.discard(change.path)
     for path in remaining:
         times[path] = oldest
     return times
+
+
+def changes_since(
+    repo: Repo, commit: Commit, stop_at: str, max_commits: int = 2000
+) -> dict[str, int] | None:
+    """Every path changed on the first-parent chain from `commit` back to `stop_at` (not
+    included), with the commit time of its newest change; None when `stop_at` is not on that
+    chain within `max_commits`. Costs what the commits in between changed."""
+    times: dict[str, int] = {}
+    for count, current in enumerate(_first_parents(commit)):
+        if str(current.id) == stop_at:
+            return times
+        parents = current.parents
+        if count >= max_commits or not parents:
+            return None
+        found = changes_of(repo, parents[0].tree, current.tree)
+        assert found is not None
+        when = int(current.commit_time)
+        for change in found:
+            times.setdefault(change.path, when)
+    return None
 
 
 # Skip reasons that leave a tracked text file out of the index (binary, vendored, generated,
@@ -183,39 +260,38 @@ MAX_TREE_CHANGES = 2000  # beyond this a full listing is as cheap as a diff
 
 
 def tree_changes(
-    repo: pygit2.Repository, old: str, commit: pygit2.Commit
+    repo: Repo, old: str, commit: Commit
 ) -> tuple[list[SourceFile], set[str], dict[str, str]] | None:
     """What differs between the tree of commit `old` and `commit`'s, decided like `list_tree`
     decides: (files added or changed, paths deleted, path -> skip reason of changed files that
     are skipped by name). None when only a full listing can tell (`old` unknown, a changed
     .indexerignore, a change inside an ignored or vendored directory, a huge change)."""
-    try:
-        before = repo[old].peel(pygit2.Commit)
-    except (KeyError, ValueError, pygit2.GitError):
+    before = peel_commit(repo, old)
+    if before is None:
         return None
-    diff = tree_diff(before.tree, commit.tree)
-    if len(diff) > MAX_TREE_CHANGES:
+    found = changes_of(repo, before.tree, commit.tree, MAX_TREE_CHANGES)
+    if found is None:
         return None
     rules = IgnoreRules.from_tree(repo, commit.tree)
     files: list[SourceFile] = []
     deleted: set[str] = set()
     skipped: dict[str, str] = {}
-    for delta in diff.deltas:
-        for path in {delta.old_file.path, delta.new_file.path}:
-            if path == IGNORE_FILE:
-                return None
-            parts = path.split("/")
-            for depth in range(1, len(parts)):
-                directory = "/".join(parts[:depth]) + "/"
-                if parts[depth - 1] in VENDORED_DIRS or rules.decision(directory) is True:
-                    return None  # list_tree records the directory, not its files
-        if delta.status == pygit2.enums.DeltaStatus.DELETED:
-            deleted.add(delta.old_file.path)
+    for change in found:
+        path = change.path
+        if path == IGNORE_FILE:
+            return None
+        parts = path.split("/")
+        for depth in range(1, len(parts)):
+            directory = "/".join(parts[:depth]) + "/"
+            if parts[depth - 1] in VENDORED_DIRS or rules.decision(directory) is True:
+                return None  # list_tree records the directory, not its files
+        if change.new is None:
+            deleted.add(path)
             continue
-        path = delta.new_file.path
-        reason = path_skip_reason(path, delta.new_file.mode, rules)
+        blob, mode = change.new
+        reason = path_skip_reason(path, mode, rules)
         if reason:
             skipped[path] = reason
         else:
-            files.append(SourceFile(path, str(delta.new_file.id), detect_language(path)))
+            files.append(SourceFile(path, blob, detect_language(path)))
     return files, deleted, skipped

@@ -91,10 +91,15 @@ def _call_query(language: str) -> Any:
 
     grammar = SPECS[language].grammar
     lang = get_language(grammar)  # type: ignore[arg-type]
-    valid = []
-    for pattern in _CALL_PATTERNS.get(language, _GENERIC_CALL_PATTERNS) + _EXTRA_PATTERNS.get(
+    patterns = _CALL_PATTERNS.get(language, _GENERIC_CALL_PATTERNS) + _EXTRA_PATTERNS.get(
         language, []
-    ):
+    )
+    try:  # every pattern valid (the usual case): one compilation, not one per pattern more
+        return Query(lang, "\n".join(patterns))
+    except Exception:
+        pass
+    valid = []
+    for pattern in patterns:
         try:
             Query(lang, pattern)
         except Exception:  # the grammar has no such node or field

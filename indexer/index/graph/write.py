@@ -9,6 +9,7 @@ from functools import cache
 from typing import Any
 
 from ...source.chunks import Chunk
+from ...source.gitsource import reader_for
 from ...source.languages import SPECS, detect_language
 from .extract import extract_file
 from .model import FileGraph
@@ -23,7 +24,7 @@ def _repo(path: str) -> Any:
 
 def _extract_batch(repo_path: str, batch: list[tuple[str, str, str, Sequence[Chunk]]]) -> list[Any]:
     """Worker: read blobs from git and extract (parsing dominates the graph step)."""
-    repo = _repo(repo_path)
+    repo = reader_for(repo_path) or _repo(repo_path)  # an update's `git cat-file` reader
     out = []
     for path, language, blob, chunks in batch:
         data = bytes(repo[blob].data) if language in SPECS else b""
