@@ -187,6 +187,8 @@ class RowText(LazySequence[str]):
     def take(self, rows: Sequence[int] | np.ndarray) -> list[str]:
         """The values of `rows` (global), in that order, read segment by segment."""
         cats = np.asarray(rows, dtype=np.int64)
+        if len(cats) <= 4:  # a few values: one lookup each costs less than grouping them
+            return [self._item(r) for r in cats.tolist()]
         if self.to_cat is not None:
             cats = self.to_cat[cats]
         if len(self.parts) == 1:

@@ -164,9 +164,17 @@ class RowSpace:
     def locate(self, row: int) -> tuple[Segment, int]:
         if self.identity:
             return self.segments[0], row
-        cat = int(self.global_to_cat[row])
-        i = int(np.searchsorted(self.seg_offsets, cat, side="right")) - 1
-        return self.segments[i], cat - int(self.seg_offsets[i])
+        cat = row if self.concatenated else int(self.global_to_cat[row])
+        starts = self._seg_starts
+        i = bisect.bisect_right(starts, cat) - 1
+        return self.segments[i], cat - starts[i]
+
+    @cached_property
+    def _seg_starts(self) -> list[int]:
+        """Where each segment starts in the segments laid end to end (a list: `locate` runs for
+        every chunk a search reads, and numpy scalars cost more than the lookup)."""
+        starts: list[int] = self.seg_offsets.tolist()
+        return starts
 
     @cached_property
     def files(self) -> FileRecords:

@@ -252,8 +252,13 @@ def rerank(index: Index, q: Query, rows: np.ndarray, scores: np.ndarray) -> np.n
     factor = np.ones(len(unique_files), dtype=np.float64)
     if w["path"]:
         named = PathWords(q)
-        matched = [path_match(index, f, q, named) for f in unique_files]
-        factor *= 1.0 + w["path"] * np.asarray(matched, dtype=np.float64)
+        matched = np.zeros(len(unique_files), dtype=np.float64)
+        cache, hits = index.path_term_cache, named.hits
+        for j, f in enumerate(unique_files):
+            known = cache[f]
+            if known is None or not known[2].isdisjoint(hits):  # most paths: no word named
+                matched[j] = path_match(index, f, q, named)
+        factor *= 1.0 + w["path"] * matched
         # A report's dotted names are mostly its imports (context, not the fault).
         dotted = q.dotted and not q.issue_sized
         if q.paths or dotted or q.symbol_like:
