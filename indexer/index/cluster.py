@@ -1,9 +1,11 @@
-"""Where the build's per-file work runs: this process, a local loky pool, or a Dask cluster.
+"""Where the build's per-file work runs: this process, a local pool, or a Dask cluster.
 
-Both pools go through joblib, so the work is the same function either way
-(`pipeline.index_batch`); on Dask, joblib's "dask" backend hands each batch to the cluster that
+The work is the same function everywhere (`pipeline.index_batch`). Locally it runs in workers
+forked from the build (forkpool.py: no re-import, no resource-tracker processes), or in a loky
+pool through joblib where forking is not safe (no fork on the platform, or other threads in
+this process); on Dask, joblib's "dask" backend hands each batch to the cluster that
 `distributed.Client(ADDRESS)` connects to. Results stream back in submission order, so the main
-process appends them to the snapshot as they come. Cluster workers read blobs from the
+process appends them to the segments as they come. Cluster workers read blobs from the
 repository path: it must be on a filesystem they share with this machine.
 """
 
@@ -11,13 +13,18 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
+from functools import partial
 
 from ..errors import IndexerError
-from .pipeline import BATCH_FILES, BuildContext, FileResult, index_batch
+from .forkpool import ForkPool, fork_available
+from .pipeline import BATCH_FILES, BuildContext, FileResult, _repository, index_batch
 
 BACKENDS = ("local", "dask")
 CONNECT_SECONDS = 10
 MIN_PARALLEL_FILES = 200  # below this a pool costs more than it saves
+# Batches out per worker (running, or done and not yet taken): enough for one worker to run
+# ahead while another parses a huge file, few enough to bound what waits in memory.
+WINDOW_PER_WORKER = 4
 
 
 def run_batches(
@@ -38,12 +45,15 @@ def run_batches(
         return _dask(context, batches, scheduler)
     if jobs <= 1 or len(items) < MIN_PARALLEL_FILES:
         return (index_batch(context, batch) for batch in batches)
+    if fork_available():
+        pool = ForkPool(partial(index_batch, context), jobs, setup=_repository.cache_clear)
+        return pool.imap(batches, window=WINDOW_PER_WORKER * jobs)
     from joblib import delayed
 
     from .workers import parallel
 
-    pool = parallel(jobs, return_as="generator", batch_size=1)
-    results: Iterator[list[FileResult]] = pool(delayed(index_batch)(context, b) for b in batches)
+    loky = parallel(jobs, return_as="generator", batch_size=1)
+    results: Iterator[list[FileResult]] = loky(delayed(index_batch)(context, b) for b in batches)
     return results
 
 

@@ -14,6 +14,7 @@ space is path-ordered whatever the segments: indexer/index/reader.py).
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +61,10 @@ class SegmentStream:
         self.paths: set[str] = set()  # every file written so far
 
     def add(self, f: BuiltFile) -> None:
+        # Each batch of results arrives with its own copies of the terms and kinds every file
+        # shares: one copy of each while the segment waits.
+        f.result.terms = list(map(sys.intern, f.result.terms))
+        f.result.kinds = list(map(sys.intern, f.result.kinds))
         self.pending.append(f)
         self.pending_chunks += f.result.n_chunks
         if self.pending_chunks >= self.limit:
