@@ -13,6 +13,7 @@ import pygit2
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from indexer.index.dense import encode
 from indexer.index.graph.extract import extract_file
 from indexer.index.graph.facts import encode_facts
 from indexer.index.pipeline import BuildContext, index_batch
@@ -100,7 +101,7 @@ def test_worker_results_equal_the_stages_run_one_by_one(
             expected_meta = b"".join(
                 json.dumps(line, ensure_ascii=False).encode() + b"\n" for line in lines
             )
-            assert result.meta == expected_meta
+            assert zlib.decompress(result.meta_z) == expected_meta
             texts = b"".join(c.text.encode() for c in chunks)
             assert result.texts_z == zlib.compress(texts, TEXT_LEVEL)  # the segment's block
             assert result.text_lengths.tolist() == [len(c.text.encode()) for c in chunks]
@@ -125,13 +126,14 @@ def test_worker_results_equal_the_stages_run_one_by_one(
                 code_terms(c.text) + code_terms(f"{c.qualname} {c.symbol}") * 2 + path_terms(path)
                 for c in chunks
             ]
-            assert result.vectors is not None
-            assert np.array_equal(result.vectors, table.embed_many(dense).astype(np.float16))
+            assert result.codes is not None
+            vectors = table.embed_many(dense).astype(np.float16).astype(np.float32)
+            assert np.array_equal(result.codes, encode(vectors, table.quantizer_ranges()))
             facts = extract_file(path, language, data, chunks)
             assert result.graph is not None
             facts.blob = blob
             want_facts = encode_facts(facts)
             assert (result.graph.path, result.graph.language) == (path, facts.language)
-            assert result.graph.line == want_facts.line
+            assert zlib.decompress(result.graph.line) == want_facts.line
             assert result.graph.keys.tolist() == want_facts.keys.tolist()
             assert result.graph.kinds.tolist() == want_facts.kinds.tolist()

@@ -17,14 +17,21 @@ from functools import partial
 
 from ..errors import IndexerError
 from .forkpool import ForkPool, fork_available
-from .pipeline import BATCH_FILES, BuildContext, FileResult, _repository, index_batch
+from .pipeline import (
+    BATCH_FILES,
+    BuildContext,
+    FileResult,
+    _repository,
+    index_batch,
+    static_table,
+)
 
 BACKENDS = ("local", "dask")
 CONNECT_SECONDS = 10
 MIN_PARALLEL_FILES = 200  # below this a pool costs more than it saves
 # Batches out per worker (running, or done and not yet taken): enough for one worker to run
 # ahead while another parses a huge file, few enough to bound what waits in memory.
-WINDOW_PER_WORKER = 4
+WINDOW_PER_WORKER = 3
 
 
 def run_batches(
@@ -46,8 +53,13 @@ def run_batches(
     if jobs <= 1 or len(items) < MIN_PARALLEL_FILES:
         return (index_batch(context, batch) for batch in batches)
     if fork_available():
-        pool = ForkPool(partial(index_batch, context), jobs, setup=_repository.cache_clear)
-        return pool.imap(batches, window=WINDOW_PER_WORKER * jobs)
+        # What every worker needs, made once here: forked workers inherit it.
+        static_table(context.table_dir).quantizer_ranges()
+        # This process is one of the `jobs`: it runs batches itself while it waits for a
+        # result, so the build holds one process's fixed memory fewer.
+        work = partial(index_batch, context)
+        pool = ForkPool(work, jobs - 1, setup=_repository.cache_clear)
+        return pool.imap(batches, window=WINDOW_PER_WORKER * jobs, work_here=True)
     from joblib import delayed
 
     from .workers import parallel

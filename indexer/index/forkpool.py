@@ -32,16 +32,17 @@ def fork_available() -> bool:
 
 
 class ForkPool:
-    """`jobs` forked workers running `function(task)`; `imap` yields results in task order."""
+    """`workers` forked processes running `function(task)`; `imap` yields results in order."""
 
     def __init__(
-        self, function: Callable[[Any], Any], jobs: int, setup: Callable[[], None] | None = None
+        self, function: Callable[[Any], Any], workers: int, setup: Callable[[], None] | None = None
     ) -> None:
         context = multiprocessing.get_context("fork")
         parent = os.getpid()
+        self.function = function
         self.connections: list[Connection] = []
         self.processes: list[Any] = []
-        for _ in range(jobs):
+        for _ in range(workers):
             ours, theirs = context.Pipe(duplex=True)
             process = context.Process(
                 target=_serve,
@@ -53,18 +54,18 @@ class ForkPool:
             self.connections.append(ours)
             self.processes.append(process)
 
-    def imap(self, tasks: Sequence[Any], window: int) -> Iterator[Any]:
+    def imap(self, tasks: Sequence[Any], window: int, work_here: bool = False) -> Iterator[Any]:
         """Results of `tasks`, in order, with at most `window` tasks out at a time. The workers
-        start at once, before the first result is asked for."""
-        state = _Dispatch(
-            self.connections, self.processes, tasks, max(window, len(self.connections))
-        )
+        start at once, before the first result is asked for. `work_here`: while the next
+        result is not ready, the caller runs the next task itself instead of waiting (it is
+        one more worker, without one more process's memory)."""
+        state = _Dispatch(self.connections, self.processes, tasks, max(window, 1 + work_here))
         with state.lock:
             for worker in range(len(self.connections)):
                 state.give(worker)
         reader = threading.Thread(target=state.read, name="indexer-pool-reader", daemon=True)
         reader.start()
-        return _Results(self, state, reader)
+        return _Results(self, state, reader, work_here)
 
     def close(self) -> None:
         for connection in self.connections:
@@ -83,8 +84,10 @@ class ForkPool:
 class _Results:
     """The iterator `imap` returns; closing it (or dropping it) stops the workers."""
 
-    def __init__(self, pool: ForkPool, state: _Dispatch, reader: threading.Thread) -> None:
-        self.pool, self.state, self.reader = pool, state, reader
+    def __init__(
+        self, pool: ForkPool, state: _Dispatch, reader: threading.Thread, work_here: bool
+    ) -> None:
+        self.pool, self.state, self.reader, self.work_here = pool, state, reader, work_here
         self.index = 0
 
     def __iter__(self) -> _Results:
@@ -95,12 +98,24 @@ class _Results:
             self.close()
             raise StopIteration
         try:
-            result = self.state.take(self.index)
+            result = self._take(self.index)
         except BaseException:
             self.close()
             raise
         self.index += 1
         return result
+
+    def _take(self, index: int) -> Any:
+        state = self.state
+        while True:
+            with state.lock:
+                mine = state.claim() if self.work_here and index not in state.results else None
+                if mine is None:
+                    return state.take(index)
+            value = self.pool.function(state.tasks[mine])  # outside the lock: workers go on
+            with state.lock:
+                state.results[mine] = value
+                state.lock.notify_all()
 
     def close(self) -> None:
         self.state.stop()
@@ -128,14 +143,19 @@ class _Dispatch:
         self.failure: str | None = None
         self.stopped = False
 
+    def claim(self) -> int | None:
+        """The next task, if the window allows (the lock is held)."""
+        if self.next_task >= len(self.tasks) or self.next_task >= self.taken + self.window:
+            return None
+        self.next_task += 1
+        return self.next_task - 1
+
     def give(self, worker: int) -> None:
         """Send `worker` the next task if the window allows (the lock is held)."""
-        if self.next_task >= len(self.tasks) or self.next_task >= self.taken + self.window:
-            return
-        index = self.next_task
-        self.next_task += 1
-        self.running[worker] = index
-        self.connections[worker].send((index, self.tasks[index]))
+        index = self.claim()
+        if index is not None:
+            self.running[worker] = index
+            self.connections[worker].send((index, self.tasks[index]))
 
     def read(self) -> None:
         """Reader thread: store each result and give its worker the next task."""
@@ -170,17 +190,17 @@ class _Dispatch:
                     self.lock.notify_all()
 
     def take(self, index: int) -> Any:
-        with self.lock:
-            while index not in self.results:
-                if self.failure:
-                    raise IndexerError(self.failure)
-                self.lock.wait(0.5)
-            self.taken = index + 1
-            for worker in range(len(self.connections)):
-                if worker not in self.running:
-                    self.give(worker)
-            self.lock.notify_all()
-            return self.results.pop(index)
+        """The result of task `index` once it is in (the lock is held)."""
+        while index not in self.results:
+            if self.failure:
+                raise IndexerError(self.failure)
+            self.lock.wait(0.5)
+        self.taken = index + 1
+        for worker in range(len(self.connections)):
+            if worker not in self.running:
+                self.give(worker)
+        self.lock.notify_all()
+        return self.results.pop(index)
 
     def stop(self) -> None:
         with self.lock:

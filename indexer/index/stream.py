@@ -23,7 +23,7 @@ import numpy as np
 from ..errors import IndexerError
 from .store import SEGMENTS, SegmentWriter, new_name
 from .vectors import StaticVectors
-from .workers import release_memory
+from .workers import fixed_heap, release_memory
 from .writer import BuiltFile, CopiedFile, FreshFile, assemble
 
 # ~6-8 KiB of main-process memory per chunk while its segment is assembled and written: a
@@ -54,6 +54,7 @@ class SegmentStream:
         self, index_dir: Path, table: StaticVectors, ranges: np.ndarray | None, limit: int
     ) -> None:
         self.index_dir, self.table, self.limit = index_dir, table, limit
+        fixed_heap()  # the collector allocates and frees a segment's arrays again and again
         self.ranges = table.quantizer_ranges() if ranges is None else ranges
         self.pending: list[BuiltFile] = []
         self.pending_chunks = 0

@@ -117,7 +117,12 @@ def iter_words(text: str) -> Iterator[str]:
             yield word
 
 
-@functools.lru_cache(maxsize=1 << 18)
+# Words follow Zipf's law: 16k entries miss 15 % more words than 256k on sympy (of 2.3M: 59k) and keep a build
+# worker's caches near 12 MiB instead of growing to ~130 MiB on a large corpus.
+WORD_CACHE = 1 << 14
+
+
+@functools.lru_cache(maxsize=WORD_CACHE)
 def _word_terms(word: str) -> tuple[str, ...]:
     """The code terms one word contributes (cached: a build meets few distinct words)."""
     if len(word) > _MAX_WORD:
@@ -135,7 +140,7 @@ def _word_terms(word: str) -> tuple[str, ...]:
     return tuple(out)
 
 
-@functools.lru_cache(maxsize=1 << 18)
+@functools.lru_cache(maxsize=WORD_CACHE)
 def _word_lexical(word: str) -> tuple[str, ...]:
     return tuple(stem(t) for t in _word_terms(word))
 
