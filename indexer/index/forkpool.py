@@ -54,12 +54,20 @@ class ForkPool:
             self.connections.append(ours)
             self.processes.append(process)
 
-    def imap(self, tasks: Sequence[Any], window: int, work_here: bool = False) -> Iterator[Any]:
+    def imap(
+        self,
+        tasks: Sequence[Any],
+        window: int,
+        work_here: bool = False,
+        first: Sequence[int] = (),
+    ) -> Iterator[Any]:
         """Results of `tasks`, in order, with at most `window` tasks out at a time. The workers
         start at once, before the first result is asked for. `work_here`: while the next
         result is not ready, the caller runs the next task itself instead of waiting (it is
-        one more worker, without one more process's memory)."""
-        state = _Dispatch(self.connections, self.processes, tasks, max(window, 1 + work_here))
+        one more worker, without one more process's memory). `first`: tasks to run before
+        all others, in that order, outside the window (their results wait for their turn)."""
+        window = max(window, 1 + work_here)
+        state = _Dispatch(self.connections, self.processes, tasks, window, first)
         with state.lock:
             for worker in range(len(self.connections)):
                 state.give(worker)
@@ -131,10 +139,17 @@ class _Dispatch:
     """Which task goes where next, and the results not yet taken (shared with the reader)."""
 
     def __init__(
-        self, connections: list[Connection], processes: list[Any], tasks: Sequence[Any], window: int
+        self,
+        connections: list[Connection],
+        processes: list[Any],
+        tasks: Sequence[Any],
+        window: int,
+        first: Sequence[int],
     ) -> None:
         self.connections, self.processes = connections, processes
         self.tasks, self.window = tasks, window
+        self.first = list(reversed(first))  # popped from the end
+        self.early = set(first)
         self.lock = threading.Condition()
         self.next_task = 0  # the first task not given out
         self.taken = 0  # tasks whose result the consumer has
@@ -144,7 +159,12 @@ class _Dispatch:
         self.stopped = False
 
     def claim(self) -> int | None:
-        """The next task, if the window allows (the lock is held)."""
+        """The next task: one of `first`, else the next in order if the window allows (the
+        lock is held)."""
+        if self.first:
+            return self.first.pop()
+        while self.next_task in self.early:
+            self.next_task += 1
         if self.next_task >= len(self.tasks) or self.next_task >= self.taken + self.window:
             return None
         self.next_task += 1
@@ -167,7 +187,7 @@ class _Dispatch:
                 busy = [self.connections[w] for w in self.running]
             if not busy:
                 with self.lock:
-                    if self.next_task >= len(self.tasks) or self.stopped:
+                    if self.stopped or (self.next_task >= len(self.tasks) and not self.first):
                         return
                     self.lock.wait(0.5)  # the window is full: wait for the consumer
                 continue

@@ -117,8 +117,8 @@ def iter_words(text: str) -> Iterator[str]:
             yield word
 
 
-# Words follow Zipf's law: 16k entries miss 15 % more words than 256k on sympy (of 2.3M: 59k) and keep a build
-# worker's caches near 12 MiB instead of growing to ~130 MiB on a large corpus.
+# Words follow Zipf's law: 16k entries miss 15 % more words than 256k on sympy (59k of 2.3M
+# lookups) and keep a build worker's caches near 12 MiB instead of ~130 MiB on a large corpus.
 WORD_CACHE = 1 << 14
 
 
