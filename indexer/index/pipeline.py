@@ -11,7 +11,6 @@ directory.
 
 from __future__ import annotations
 
-import json
 import zlib
 from collections import Counter
 from dataclasses import dataclass, field, replace
@@ -35,12 +34,13 @@ from .segment_format import TEXT_LEVEL
 from .tokens import text_terms
 from .vectors import StaticVectors
 from .workers import release_memory
-from .writer import MAX_TF, module_definitions, path_documents
+from .writer import MAX_TF, meta_line, module_definitions, path_documents
 
 BATCH_FILES = 32  # files per task: big enough to amortise a task, small enough to stream
 # Metadata lines and graph-fact lines wait in the build's main process until their segment is
 # written: compressed (~5x, 10 ms per MB) they take a fifth of the memory.
 TRAVEL_LEVEL = 1
+RELEASE_AFTER_BYTES = 64 * 1024  # a batch with a file this large returns its heap pages
 
 
 @dataclass(frozen=True)
@@ -146,7 +146,9 @@ def static_table(directory: str) -> StaticVectors:
     update that embeds in-process). Its vocabulary is a dict: a build looks up millions of
     terms, the lazy vocabulary of a cold search (vectors.JsonVocab) costs a Python call each."""
     table = StaticVectors.load(Path(directory))
-    return replace(table, vocab=dict(table.vocab))
+    # and its matrix a plain array over the same map: indexing a np.memmap costs a subclass
+    # view per chunk embedded
+    return replace(table, vocab=dict(table.vocab), vectors=table.vectors.view(np.ndarray))
 
 
 def index_batch(context: BuildContext, items: list[tuple[str, str, str]]) -> list[FileResult]:
@@ -155,12 +157,16 @@ def index_batch(context: BuildContext, items: list[tuple[str, str, str]]) -> lis
     repo = _repository(context.repo_path)
     table = static_table(context.table_dir)
     results = []
+    largest = 0
     for path, blob, language in items:
         try:
-            results.append(index_file(bytes(repo[blob].data), table, path, blob, language))
+            data = bytes(repo[blob].data)
+            largest = max(largest, len(data))
+            results.append(index_file(data, table, path, blob, language))
         except Exception as exc:  # a parser bug must not break the build
             results.append(FileResult(path, blob, language, f"error:{type(exc).__name__}"))
-    release_memory()
+    if largest > RELEASE_AFTER_BYTES:  # (walking the heap costs ~1 % of a worker's time)
+        release_memory()
     return results
 
 
@@ -202,7 +208,7 @@ def _fill_rows(result: FileResult, chunks: list[Chunk], entry: CachedFile, table
     for i, c in enumerate(chunks):
         record = c.to_dict()
         text = record.pop("text").encode("utf-8")
-        line = json.dumps(record, ensure_ascii=False).encode("utf-8") + b"\n"
+        line = meta_line(record)
         metas.append(line)
         texts.append(text)
         sums[i] = chunk_sum(line, text)

@@ -87,6 +87,16 @@ class _Parts:
     built: list[tuple[int, Any]] = field(default_factory=list)  # (first row, FileResult)
 
 
+# json.dumps(record, ensure_ascii=False) without a new encoder for every call (a build writes
+# one line per chunk): the same bytes.
+_META = json.JSONEncoder(ensure_ascii=False)
+
+
+def meta_line(record: dict[str, Any]) -> bytes:
+    """A chunk's line of chunks.jsonl."""
+    return _META.encode(record).encode("utf-8") + b"\n"
+
+
 def path_documents(path: str) -> tuple[list[str], list[str]]:
     """The path's share of every chunk's terms, so `oauth2` finds `security/oauth2.py`."""
     terms = path_terms(path)
@@ -113,7 +123,7 @@ def _add_fresh(parts: _Parts, f: FreshFile, file_index: int, row: int) -> int:
     for i, c in enumerate(chunks):
         record = c.to_dict()
         text = record.pop("text").encode("utf-8")
-        line = json.dumps(record, ensure_ascii=False).encode("utf-8") + b"\n"
+        line = meta_line(record)
         parts.meta.append(line)
         texts.append(text)
         parts.sums.append(np.array([chunk_sum(line, text)], dtype=np.int64))
