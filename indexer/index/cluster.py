@@ -30,9 +30,10 @@ from .pipeline import (
 BACKENDS = ("local", "dask")
 CONNECT_SECONDS = 10
 MIN_PARALLEL_FILES = 200  # below this a pool costs more than it saves
-# Batches out per worker (running, or done and not yet taken): enough for one worker to run
-# ahead while another parses a huge file, few enough to bound what waits in memory.
-WINDOW_PER_WORKER = 4
+# Batches out per process (running, or done and not yet taken): enough for the workers to run
+# on while the build writes a segment (~1 s, ~3 batches), few enough to bound what waits in
+# memory (~1 MiB a batch).
+WINDOW_PER_WORKER = 6
 LARGE_BYTES = 128 * 1024  # a file this large runs first, alone (`large_first`)
 LARGE_MAX_FILES = 64  # at most this many: their results wait in memory for their turn
 

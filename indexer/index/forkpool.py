@@ -15,14 +15,18 @@ from __future__ import annotations
 import contextlib
 import multiprocessing
 import os
+import queue
 import signal
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from multiprocessing.connection import Connection, wait
+from multiprocessing.reduction import ForkingPickler
 from typing import Any
 
 from ..errors import IndexerError
 from .workers import watch_parent
+
+PREFETCH = 2  # tasks a worker holds: the one it runs and the next
 
 
 def fork_available() -> bool:
@@ -117,7 +121,10 @@ class _Results:
         state = self.state
         while True:
             with state.lock:
-                mine = state.claim() if self.work_here and index not in state.results else None
+                # The caller keeps to half the window: while it writes a segment the workers
+                # still have the other half to run.
+                here = self.work_here and index not in state.results
+                mine = state.claim(max(1, state.window // 2)) if here else None
                 if mine is None:
                     return state.take(index)
             value = self.pool.function(state.tasks[mine])  # outside the lock: workers go on
@@ -153,28 +160,33 @@ class _Dispatch:
         self.lock = threading.Condition()
         self.next_task = 0  # the first task not given out
         self.taken = 0  # tasks whose result the consumer has
-        self.running: dict[int, int] = {}  # worker -> task
+        self.running: dict[int, list[int]] = {}  # worker -> its tasks, oldest first
         self.results: dict[int, Any] = {}
         self.failure: str | None = None
         self.stopped = False
 
-    def claim(self) -> int | None:
-        """The next task: one of `first`, else the next in order if the window allows (the
-        lock is held)."""
+    def claim(self, window: int | None = None) -> int | None:
+        """The next task: one of `first`, else the next in order if the window (by default
+        the pool's) allows (the lock is held)."""
         if self.first:
             return self.first.pop()
         while self.next_task in self.early:
             self.next_task += 1
-        if self.next_task >= len(self.tasks) or self.next_task >= self.taken + self.window:
+        limit = self.taken + (self.window if window is None else window)
+        if self.next_task >= len(self.tasks) or self.next_task >= limit:
             return None
         self.next_task += 1
         return self.next_task - 1
 
     def give(self, worker: int) -> None:
-        """Send `worker` the next task if the window allows (the lock is held)."""
-        index = self.claim()
-        if index is not None:
-            self.running[worker] = index
+        """Send `worker` tasks until it holds PREFETCH, as the window allows (the lock is
+        held). A queued task lets it go on while this process cannot answer at once."""
+        queue = self.running.setdefault(worker, [])
+        # Near the end a queued task could wait behind a long one while another process idles.
+        ending = len(self.tasks) - self.next_task <= PREFETCH * (len(self.connections) + 1)
+        depth = 1 if ending else PREFETCH
+        while len(queue) < depth and (index := self.claim()) is not None:
+            queue.append(index)
             self.connections[worker].send((index, self.tasks[index]))
 
     def read(self) -> None:
@@ -184,7 +196,7 @@ class _Dispatch:
             with self.lock:
                 if self.stopped or self.failure:
                     return
-                busy = [self.connections[w] for w in self.running]
+                busy = [self.connections[w] for w, queue in self.running.items() if queue]
             if not busy:
                 with self.lock:
                     if self.stopped or (self.next_task >= len(self.tasks) and not self.first):
@@ -204,7 +216,7 @@ class _Dispatch:
                         self.failure = f"a build worker failed: {value}"
                         self.lock.notify_all()
                         return
-                    del self.running[worker]
+                    self.running[worker].remove(index)
                     self.results[index] = value
                     self.give(worker)
                     self.lock.notify_all()
@@ -217,8 +229,7 @@ class _Dispatch:
             self.lock.wait(0.5)
         self.taken = index + 1
         for worker in range(len(self.connections)):
-            if worker not in self.running:
-                self.give(worker)
+            self.give(worker)
         self.lock.notify_all()
         return self.results.pop(index)
 
@@ -248,26 +259,38 @@ def _serve(
     setup: Callable[[], None] | None,
     inherited: list[Connection],
 ) -> None:
-    """A worker's loop: a task in, its result out, until the build says stop or goes away."""
+    """A worker's loop: a task in, its result out, until the build says stop or goes away.
+    Results are sent by a thread: while the build's process holds its GIL (a long parse), its
+    reader cannot take them, and the worker goes on with its next task meanwhile."""
     for other in inherited:  # the build's ends of the pipes forked before this one
         other.close()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the build's to handle
     watch_parent(parent)
     if setup is not None:
         setup()
-    while True:
+    outbox: queue.Queue[bytes | None] = queue.Queue(maxsize=1)
+    sender = threading.Thread(target=_send_all, args=(connection, outbox), daemon=True)
+    sender.start()
+    while sender.is_alive():
         try:
             task = connection.recv()
         except (EOFError, OSError):
-            return
+            break
         if task is None:
-            return
+            break
         index, argument = task
         try:
             reply = (index, True, function(argument))
         except Exception as exc:  # reported to the build, which fails
             reply = (index, False, f"{type(exc).__name__}: {exc}")
+        outbox.put(bytes(ForkingPickler.dumps(reply)))
+    outbox.put(None)
+    sender.join()
+
+
+def _send_all(connection: Connection, outbox: queue.Queue[bytes | None]) -> None:
+    while (data := outbox.get()) is not None:
         try:
-            connection.send(reply)
+            connection.send_bytes(data)
         except (EOFError, OSError):
-            return
+            return  # the build is gone: the worker's loop ends with it

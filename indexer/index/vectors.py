@@ -157,7 +157,7 @@ class StaticVectors:
             rows = self.vectors[start : start + 4096].astype(np.float32)
             rows /= np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1e-12)
             np.maximum(out, np.abs(rows).max(axis=0), out=out)
-        base = self.vectors
+        base: object = self.vectors
         while base is not None and not isinstance(base, mmap.mmap):
             base = getattr(base, "base", None)  # a memmap, or a plain view of one
         if base is not None:  # pages read once: not this process's memory any more
