@@ -181,12 +181,12 @@ class _Dispatch:
     def give(self, worker: int) -> None:
         """Send `worker` tasks until it holds PREFETCH, as the window allows (the lock is
         held). A queued task lets it go on while this process cannot answer at once."""
-        queue = self.running.setdefault(worker, [])
+        held = self.running.setdefault(worker, [])
         # Near the end a queued task could wait behind a long one while another process idles.
         ending = len(self.tasks) - self.next_task <= PREFETCH * (len(self.connections) + 1)
         depth = 1 if ending else PREFETCH
-        while len(queue) < depth and (index := self.claim()) is not None:
-            queue.append(index)
+        while len(held) < depth and (index := self.claim()) is not None:
+            held.append(index)
             self.connections[worker].send((index, self.tasks[index]))
 
     def read(self) -> None:
