@@ -34,6 +34,7 @@ MIN_PARALLEL_FILES = 200  # below this a pool costs more than it saves
 # on while the build writes a segment (~1 s, ~3 batches), few enough to bound what waits in
 # memory (~1 MiB a batch).
 WINDOW_PER_WORKER = 6
+BATCH_BYTES = 256 * 1024  # source per batch (`large_first`): ~0.3 s of a worker's time
 LARGE_BYTES = 128 * 1024  # a file this large runs first, alone (`large_first`)
 LARGE_MAX_FILES = 64  # at most this many: their results wait in memory for their turn
 
@@ -85,29 +86,29 @@ def blob_sizes(repo_path: str, items: list[tuple[str, str, str]]) -> list[int]:
 def large_first(
     items: list[tuple[str, str, str]], sizes: list[int]
 ) -> tuple[list[list[tuple[str, str, str]]], list[int]]:
-    """Batches of `items` in path order, every large file alone in its batch, and the large
-    files' batches, largest first: they run at the start, while the build holds little else.
-    A parse tree takes ~80 bytes per byte of source (60 MiB for sympy's 733 KB generated
-    `rubi` rules); parsed late they would meet a worker's full caches and the collector's
-    segment, and leave a fragmented heap for the rest of the build."""
-    large = {
-        i
-        for i in sorted(range(len(items)), key=lambda i: -sizes[i])[:LARGE_MAX_FILES]
-        if LARGE_BYTES < sizes[i] <= MAX_FILE_BYTES  # bigger ones are skipped unread
-    }
+    """Batches of `items` in path order, of at most BATCH_FILES files and BATCH_BYTES of source
+    (tasks of even length: no process waits long for another's), every large file alone in
+    its batch; and the large files' batches, largest first: they run at the start, while the
+    build holds little else. A parse tree takes ~80 bytes per byte of source (60 MiB for
+    sympy's 733 KB generated `rubi` rules); parsed late they would meet a worker's full caches
+    and the collector's segment, and leave a fragmented heap for the rest of the build."""
+    read = [i for i in range(len(items)) if LARGE_BYTES < sizes[i] <= MAX_FILE_BYTES]
+    large = set(sorted(read, key=lambda i: -sizes[i])[:LARGE_MAX_FILES])  # bigger: skipped
     batches: list[list[tuple[str, str, str]]] = []
     first: list[tuple[int, int]] = []  # (size, batch)
     run: list[tuple[str, str, str]] = []
+    run_bytes = 0
     for i, item in enumerate(items):
-        if i in large or len(run) == BATCH_FILES:
-            if run:
-                batches.append(run)
-            run = []
+        size = min(sizes[i], MAX_FILE_BYTES)
+        if run and (i in large or len(run) == BATCH_FILES or run_bytes + size > BATCH_BYTES):
+            batches.append(run)
+            run, run_bytes = [], 0
         if i in large:
             first.append((sizes[i], len(batches)))
             batches.append([item])
         else:
             run.append(item)
+            run_bytes += size
     if run:
         batches.append(run)
     return batches, [b for _, b in sorted(first, key=lambda f: (-f[0], f[1]))]

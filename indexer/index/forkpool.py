@@ -121,10 +121,14 @@ class _Results:
         state = self.state
         while True:
             with state.lock:
-                # The caller keeps to half the window: while it writes a segment the workers
-                # still have the other half to run.
+                # The caller keeps to half the window, so that while it writes a segment the
+                # workers still have the other half to run; rather than idle, it takes more.
                 here = self.work_here and index not in state.results
                 mine = state.claim(max(1, state.window // 2)) if here else None
+                if here and mine is None and index not in state.results:
+                    state.lock.wait(0.05)  # a result due very soon is better than a new task
+                    if index not in state.results:
+                        mine = state.claim()
                 if mine is None:
                     return state.take(index)
             value = self.pool.function(state.tasks[mine])  # outside the lock: workers go on
