@@ -13,7 +13,6 @@ import pygit2
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from indexer.index.dense import encode
 from indexer.index.graph.extract import extract_file
 from indexer.index.graph.facts import encode_facts
 from indexer.index.pipeline import BuildContext, index_batch
@@ -126,9 +125,8 @@ def test_worker_results_equal_the_stages_run_one_by_one(
                 code_terms(c.text) + code_terms(f"{c.qualname} {c.symbol}") * 2 + path_terms(path)
                 for c in chunks
             ]
-            assert result.codes is not None
-            vectors = table.embed_many(dense).astype(np.float16).astype(np.float32)
-            assert np.array_equal(result.codes, encode(vectors, table.quantizer_ranges()))
+            assert result.vectors is not None
+            assert np.array_equal(result.vectors, table.embed_many(dense).astype(np.float16))
             facts = extract_file(path, language, data, chunks)
             assert result.graph is not None
             facts.blob = blob

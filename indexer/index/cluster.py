@@ -24,7 +24,6 @@ from .pipeline import (
     FileResult,
     _repository,
     index_batch,
-    static_table,
 )
 
 BACKENDS = ("local", "dask")
@@ -58,8 +57,6 @@ def run_batches(
     if jobs <= 1 or len(items) < MIN_PARALLEL_FILES:
         return (index_batch(context, batch) for batch in batches)
     if fork_available():
-        # What every worker needs, made once here: forked workers inherit it.
-        static_table(context.table_dir).quantizer_ranges()
         batches, first = large_first(items, blob_sizes(context.repo_path, items))
         # This process is one of the `jobs`: it runs batches itself while it waits for a
         # result, so the build holds one process's fixed memory fewer.

@@ -27,12 +27,12 @@ from ..source.notebook import fallback_reason
 from ..source.pathclass import content_flags
 from ..source.secrets import redact
 from .blobcache import CachedFile
-from .dense import encode, faiss_id
+from .dense import faiss_id
 from .graph.facts import EncodedFacts, encode_facts
 from .integrity import chunk_sum, meta_sum
 from .segment_format import TEXT_LEVEL
 from .tokens import text_terms
-from .vectors import StaticVectors
+from .vectors import JsonVocab, StaticVectors
 from .workers import release_memory
 from .writer import MAX_TF, meta_line, module_definitions, path_documents
 
@@ -79,9 +79,7 @@ class FileResult:
     posting_terms: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
     posting_tfs: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint16))
     doc_lengths: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float32))
-    # uint8 (chunks, dims): the chunk vectors (rounded to float16, as every stored vector) as
-    # 8-bit codes with the table's quantizer ranges (dense.py), the segment's format
-    codes: np.ndarray | None = None
+    vectors: np.ndarray | None = None  # float16 (chunks, dims)
     # the file's graph facts as the segment stores them (line + name keys), encoded here so
     # the main process only concatenates; the line zlib level 1 while it travels
     graph: EncodedFacts | None = None
@@ -146,9 +144,10 @@ def static_table(directory: str) -> StaticVectors:
     update that embeds in-process). Its vocabulary is a dict: a build looks up millions of
     terms, the lazy vocabulary of a cold search (vectors.JsonVocab) costs a Python call each."""
     table = StaticVectors.load(Path(directory))
+    vocab = table.vocab.as_dict() if isinstance(table.vocab, JsonVocab) else dict(table.vocab)
     # and its matrix a plain array over the same map: indexing a np.memmap costs a subclass
     # view per chunk embedded
-    return replace(table, vocab=dict(table.vocab), vectors=table.vectors.view(np.ndarray))
+    return replace(table, vocab=vocab, vectors=table.vectors.view(np.ndarray))
 
 
 def index_batch(context: BuildContext, items: list[tuple[str, str, str]]) -> list[FileResult]:
@@ -242,8 +241,9 @@ def _fill_rows(result: FileResult, chunks: list[Chunk], entry: CachedFile, table
     tfs = np.fromiter(posting_tfs, dtype=np.int64, count=len(posting_tfs))
     result.posting_tfs = np.minimum(tfs, MAX_TF).astype(np.uint16)
     result.doc_lengths = lengths
-    vectors = table.embed_many(dense_docs).astype(np.float16)
-    result.codes = encode(vectors.astype(np.float32), table.quantizer_ranges())
+    # float16, encoded to the segment's codes by the writer with the ranges of the segments it
+    # joins (an update's base); the table's own ranges cost ~0.1 s to compute
+    result.vectors = table.embed_many(dense_docs).astype(np.float16)
 
 
 def graph_facts(path: str, blob: str, data: bytes, chunks: list[Chunk], tree: Any = None) -> Any:

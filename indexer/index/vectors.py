@@ -63,6 +63,10 @@ class JsonVocab(Mapping[str, int]):
             return dict(zip(terms, range(len(terms)), strict=True))
         return cls(data)
 
+    def as_dict(self) -> dict[str, int]:
+        """The whole vocabulary as a dict (for many lookups: a build)."""
+        return self._table()
+
     def _table(self) -> dict[str, int]:
         if self._dict is None:
             terms = json.loads(self.data)

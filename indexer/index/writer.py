@@ -19,7 +19,7 @@ import numpy as np
 from ..source.chunks import materialize
 from ..source.pathclass import content_flags
 from .blobcache import CachedFile
-from .dense import DenseIndex, decode, encode, faiss_id
+from .dense import DenseIndex, encode, faiss_id
 from .integrity import chunk_sum, meta_sum
 from .lexical import K1, postings_of
 from .lexical_view import idf_of, row_norms
@@ -163,7 +163,7 @@ def _add_built(parts: _Parts, f: BuiltFile, file_index: int, row: int) -> int:
     parts.defines.extend(r.defines)
     parts.chunk_file.append(np.full(n, file_index, dtype=np.int32))
     parts.flags.append(np.full(n, r.flags, dtype=np.uint8))
-    parts.vectors.append(r.codes if n else np.zeros((0, 0), dtype=np.uint8))
+    parts.vectors.append(r.vectors if n else np.zeros((0, 0), dtype=np.float16))
     parts.built.append((row, r))
     return n
 
@@ -315,20 +315,15 @@ def _dense(
     parts: _Parts, table: StaticVectors, n_rows: int, ranges: np.ndarray | None
 ) -> DenseIndex:
     """Fresh rows embedded now (rounded to fp16 like stored ones), copied rows decoded: both
-    encode to the codes a full build writes; a build worker's rows come encoded. Encoded file
-    by file (the arithmetic is per component): no float copy of the whole segment at once."""
-    own = table.quantizer_ranges()  # what build workers encode with
-    ranges = own if ranges is None else np.asarray(ranges, dtype=np.float32)
-    same = np.array_equal(ranges, own)
+    encode to the codes a full build writes. Encoded file by file (the arithmetic is per
+    component), so no float copy of the whole segment exists at once."""
+    if ranges is None:
+        ranges = table.quantizer_ranges()
+    ranges = np.asarray(ranges, dtype=np.float32)
     codes = np.zeros((n_rows, len(ranges)), dtype=np.uint8)
     row = 0
     for block in parts.vectors:
-        if block.shape[1] and block.dtype == np.uint8 and not same:
-            # a worker's codes while the base was encoded with other ranges: as a copied row
-            block = decode(block, own).astype(np.float16)
-        if block.shape[1] and block.dtype == np.uint8:  # a worker's codes
-            codes[row : row + len(block)] = block
-        elif block.shape[1]:  # fp16: a copied row
+        if block.shape[1]:
             codes[row : row + len(block)] = encode(block.astype(np.float32), ranges)
         row += len(block)
     if parts.fresh_dense:
