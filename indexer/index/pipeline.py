@@ -1,11 +1,13 @@
 """The build's per-file pass: one worker reads a blob once and returns the file finished.
 
-For every file a worker reads the blob, chunks it, tokenises each chunk once (lexical terms are
-the stemmed code terms of the same pass), embeds the chunks (float16) and extracts the file's
-graph facts. What comes back is a plain `FileResult`: the segment's rows of that file, ready to
-be appended (writer.py), so the main process only collects. Workers run on a local loky pool or
-on a Dask cluster (cluster.py); every argument and result is plain data, and a worker needs
-nothing but the repository path (a shared filesystem on a cluster) and the vector table's
+For every file a worker reads the blob, chunks it, extracts the file's graph facts from the same
+syntax tree (then frees it), tokenises each chunk once (lexical terms are the stemmed code terms
+of the same pass) and embeds the chunks (float16). What comes back is a plain `FileResult`: the
+segment's rows of that file, compact (texts as the segment's zlib block, metadata and graph lines
+compressed while they wait), ready to be appended (writer.py), so the main process only
+collects. Workers run in processes forked from the build, in the build's own process, on a loky
+pool or on a Dask cluster (cluster.py); every argument and result is plain data, and a worker
+needs nothing but the repository path (a shared filesystem on a cluster) and the vector table's
 directory.
 """
 
