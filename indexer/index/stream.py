@@ -26,8 +26,8 @@ from .vectors import StaticVectors
 from .workers import fixed_heap, release_memory
 from .writer import BuiltFile, CopiedFile, FreshFile, assemble
 
-# ~1.3 KiB of main-process memory per chunk waiting for its segment, ~2.5 KiB while the segment
-# is assembled and written (~40 MiB for 16k chunks); sympy 1.5 (38.7k chunks) makes 3 segments.
+# ~2.5 KiB of main-process memory per chunk waiting for its segment, about twice that while the
+# segment is assembled (~75 MiB at 16k chunks); sympy 1.5 (38.7k chunks) makes 3 segments.
 DEFAULT_SEGMENT_CHUNKS = 16384
 SEGMENT_CHUNKS_ENV = "INDEXER_SEGMENT_CHUNKS"
 
