@@ -17,7 +17,6 @@ from functools import partial
 
 from ..errors import IndexerError
 from ..source.pathrules import MAX_FILE_BYTES
-from .forkpool import ForkPool, fork_available
 from .pipeline import (
     BATCH_FILES,
     BuildContext,
@@ -56,6 +55,11 @@ def run_batches(
         return _dask(context, batches, scheduler)
     if jobs <= 1 or len(items) < MIN_PARALLEL_FILES:
         return (index_batch(context, batch) for batch in batches)
+    from .forkpool import (
+        ForkPool,
+        fork_available,
+    )  # (multiprocessing: ~10 ms an update need not pay)
+
     if fork_available():
         batches, first = large_first(items, blob_sizes(context.repo_path, items))
         # This process is one of the `jobs`: it runs batches itself while it waits for a
