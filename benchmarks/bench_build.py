@@ -6,14 +6,17 @@
 Each build is a fresh process (`indexer build` into an empty directory; Semble's
 `SembleIndex.from_path` on a checkout of the same commit), timed as a whole: wall clock, CPU
 seconds of the process and every child it waited for (`wait4`), and the peak of the summed RSS of
-its process tree (workers and loky's resource trackers included), sampled every 20 ms. RSS counts
+its process tree (workers, and resource trackers where a pool starts them), sampled every 20 ms.
+RSS counts
 pages shared between processes (shared libraries, the memory-mapped vector table) once per
 process; the peak of the summed PSS (each shared page divided among its users: the memory the
 tree really holds) is sampled every 100 ms beside it. Systems alternate within each round.
 `baseline` is this repository at REV (e.g. main before a change), run from an exported copy.
 The Dask build of sympy runs on a local cluster (a scheduler and 2 single-thread workers,
-started here) and must give the local build's search results. Prints a Markdown report; the raw
-numbers go to WORK/build_results.json.
+started here) and must give the local build's search results. With a baseline, the build's
+segments are compared with the baseline's, file by file. Each run records the 1-minute load
+average before and after (the machine may be shared). Prints a Markdown report; the raw numbers
+go to WORK/build_results.json.
 """
 
 from __future__ import annotations
@@ -50,6 +53,7 @@ SembleIndex.from_path(sys.argv[1], model_path=sys.argv[2])
 
 def measure(command: list[str], env: dict[str, str] | None = None) -> dict[str, float]:
     """Wall, CPU-s and peak RSS of a command's whole process tree."""
+    load_before = os.getloadavg()[0]
     started = time.perf_counter()
     process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL)
     root = psutil.Process(process.pid)
@@ -90,6 +94,8 @@ def measure(command: list[str], env: dict[str, str] | None = None) -> dict[str, 
         "cpu_s": round(max(usage.ru_utime + usage.ru_stime, sum(cpu.values())), 2),
         "peak_rss_mb": round(peak / 2**20, 1),
         "peak_pss_mb": round(peak_pss / 2**20, 1),
+        "load": round(max(load_before, os.getloadavg()[0]), 2),
+        "processes": len(cpu),
     }
 
 
@@ -229,12 +235,14 @@ def main() -> int:
                 print(f"{corpus} {name} round {round_ + 1}: {numbers}", file=sys.stderr)
                 runs[name].append(numbers)
         entry: dict[str, Any] = {"runs": runs}
-        best = {n: {k: min(r[k] for r in rs) for k in rs[0]} for n, rs in runs.items()}
+        best = {
+            n: {k: min(r[k] for r in rs) for k in rs[0] if k != "load"} for n, rs in runs.items()
+        }
         entry["best"] = best
-        if "baseline" in systems:  # the baseline writes one segment: compare answers
-            entry["same_answers_as_baseline"] = same_answers(
-                work / f"{corpus}-indexer", work / f"{corpus}-baseline"
-            )
+        if "baseline" in systems:
+            ours, theirs = work / f"{corpus}-indexer", work / f"{corpus}-baseline"
+            entry["same_answers_as_baseline"] = same_answers(ours, theirs)
+            entry["same_rows_as_baseline"] = same_rows(ours, theirs)
         entry["segments"] = len(segments_of(work / f"{corpus}-indexer"))
         if corpus == "sympy" and not args.no_dask:
             entry["dask"] = dask_build(repo, work, work / f"{corpus}-indexer")
@@ -247,9 +255,9 @@ def main() -> int:
 
 def report(results: dict[str, Any]) -> str:
     lines = [
-        "| corpus | system | wall s | CPU s | peak RSS MiB | peak PSS MiB | wall vs semble "
-        "| RSS vs semble |",
-        "|---|---|---|---|---|---|---|---|",
+        "| corpus | system | processes | wall s | CPU s | peak RSS MiB | peak PSS MiB "
+        "| wall vs semble | RSS vs semble |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for corpus, entry in results.items():
         best = entry["best"]
@@ -260,14 +268,19 @@ def report(results: dict[str, Any]) -> str:
                 f"{b['peak_rss_mb'] / semble['peak_rss_mb']:.2f}" if semble else "-",
             )
             lines.append(
-                f"| {corpus} | {name} | {b['wall_s']} | {b['cpu_s']} | {b['peak_rss_mb']} "
+                f"| {corpus} | {name} | {b.get('processes', '-')} | {b['wall_s']} | {b['cpu_s']} "
+                f"| {b['peak_rss_mb']} "
                 f"| {b.get('peak_pss_mb', '-')} "
                 f"| {ratio[0]} | {ratio[1]} |"
             )
         lines.append(f"\n{corpus}: the build wrote {entry['segments']} segment(s)")
         if "same_answers_as_baseline" in entry:
             lines.append(f"\n{corpus}: same top-10 ids and scores as the baseline: "
-                         f"{entry['same_answers_as_baseline']}")  # fmt: skip
+                         f"{entry['same_answers_as_baseline']}; segments byte-identical: "
+                         f"{entry['same_rows_as_baseline']}")  # fmt: skip
+        for name, rs in entry["runs"].items():
+            each = ", ".join(f"{r['wall_s']} s (load {r['load']})" for r in rs)
+            lines.append(f"\n{corpus} {name}: wall of each round {each}")
         if "dask" in entry:
             d = entry["dask"]
             lines.append(

@@ -4,6 +4,7 @@ graph's own extraction give file by file."""
 from __future__ import annotations
 
 import json
+import zlib
 from collections import Counter
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from hypothesis import strategies as st
 from indexer.index.graph.extract import extract_file
 from indexer.index.graph.facts import encode_facts
 from indexer.index.pipeline import BuildContext, index_batch
+from indexer.index.segment_format import TEXT_LEVEL
 from indexer.index.tokens import (
     STOPWORDS,
     code_terms,
@@ -98,17 +100,20 @@ def test_worker_results_equal_the_stages_run_one_by_one(
             expected_meta = b"".join(
                 json.dumps(line, ensure_ascii=False).encode() + b"\n" for line in lines
             )
-            assert result.meta == expected_meta
-            assert result.texts == b"".join(c.text.encode() for c in chunks)
+            assert zlib.decompress(result.meta_z) == expected_meta
+            texts = b"".join(c.text.encode() for c in chunks)
+            assert result.texts_z == zlib.compress(texts, TEXT_LEVEL)  # the segment's block
+            assert result.text_lengths.tolist() == [len(c.text.encode()) for c in chunks]
             path_lexical = [stem(t) for t in path_terms(path)]
             lexical = [
                 lexical_terms(c.text) + lexical_terms(f"{c.qualname} {c.symbol}") * 2 + path_lexical
                 for c in chunks
             ]
+            posting_chunks = np.repeat(np.arange(len(chunks)), result.term_counts)
             got = Counter(
                 (int(i), result.terms[j], float(tf))
                 for i, j, tf in zip(
-                    result.posting_chunks, result.posting_terms, result.posting_tfs, strict=True
+                    posting_chunks, result.posting_terms, result.posting_tfs, strict=True
                 )
             )
             want = Counter(
@@ -127,6 +132,6 @@ def test_worker_results_equal_the_stages_run_one_by_one(
             facts.blob = blob
             want_facts = encode_facts(facts)
             assert (result.graph.path, result.graph.language) == (path, facts.language)
-            assert result.graph.line == want_facts.line
+            assert zlib.decompress(result.graph.line) == want_facts.line
             assert result.graph.keys.tolist() == want_facts.keys.tolist()
             assert result.graph.kinds.tolist() == want_facts.kinds.tolist()

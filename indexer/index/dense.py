@@ -177,10 +177,16 @@ class DenseIndex:
         """Vectors' codes; values outside the ranges are clipped to them."""
         ranges = np.asarray(codec.ranges, dtype=np.float32)
         vectors = np.asarray(vectors, dtype=np.float32).reshape(-1, len(ranges))
-        codes = encode(vectors, ranges)
+        return cls.of_codes(encode(vectors, ranges), codec)
+
+    @classmethod
+    def of_codes(cls, codes: np.ndarray, codec: Codec) -> DenseIndex:
+        """8-bit codes made with `codec`, and their compact codes."""
+        ranges = np.asarray(codec.ranges, dtype=np.float32)
         if codec.centroids is None:
             return cls(codes, ranges)
-        return cls(codes, ranges, dense_pq.encode(codes, ranges, codec.centroids), codec.centroids)
+        compact = dense_pq.encode(codes, ranges, codec.centroids)
+        return cls(codes, ranges, compact, codec.centroids)
 
     @property
     def ntotal(self) -> int:

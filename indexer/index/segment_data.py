@@ -58,6 +58,9 @@ class SegmentData:
     graph_facts: Mapping[str, dict[str, Any]] = field(default_factory=dict)  # FileGraph.to_dict
     # facts a build worker already encoded (written with graph_facts; not read in memory)
     encoded_facts: list[EncodedFacts] = field(default_factory=list)
+    # a build's texts as its workers compressed them: (block offsets, blocks); `texts` is then
+    # empty, and the segment is for writing only (never served from memory by Segment.of)
+    packed_texts: tuple[np.ndarray, bytes] | None = None
 
     def save(self, directory: Path) -> dict[str, Any]:
         """Write every file into `directory` (fsynced); returns the segment manifest."""
@@ -73,9 +76,12 @@ class SegmentData:
         np.save(directory / "meta_sums.npy", np.asarray(self.meta_sums, dtype=np.int64))
         (directory / "chunks.jsonl").write_bytes(self.meta)
         np.save(directory / "chunk_offsets.npy", np.asarray(self.meta_offsets, dtype=np.int64))
-        blocks, packed = compress_texts(
-            self.texts, self.text_offsets, self.chunk_file, len(self.paths)
-        )
+        if self.packed_texts is not None:
+            blocks, packed = self.packed_texts
+        else:
+            blocks, packed = compress_texts(
+                self.texts, self.text_offsets, self.chunk_file, len(self.paths)
+            )
         (directory / TEXTS).write_bytes(packed)
         np.save(directory / TEXT_BLOCKS, blocks)
         np.save(directory / "text_offsets.npy", np.asarray(self.text_offsets, dtype=np.int64))

@@ -36,6 +36,7 @@ SEGMENT_MANIFEST = "segment.json"
 TEXTS = "texts_z.bin"  # chunk texts, one zlib block per file (code compresses ~5x)
 TEXT_BLOCKS = "text_blocks.npy"  # int64 (files + 1): where each file's block starts in TEXTS
 LINE_STARTS = "_lines.npy"  # beside `<column>.txt`: where each line starts (uint32, n + 1)
+TEXT_LEVEL = 6  # zlib level of the blocks (a build worker compresses its file's block)
 TEXT_COLUMNS = ("symbols", "kinds", "defines", "file_paths", "file_blobs", "file_languages")
 REQUIRED_FILES = frozenset(
     {
@@ -87,7 +88,7 @@ def compress_texts(
     parts, blocks = [], np.zeros(n_files + 1, dtype=np.int64)
     for i in range(n_files):
         start, end = int(offsets[rows[i]]), int(offsets[rows[i + 1]])
-        parts.append(zlib.compress(texts[start:end], 6))
+        parts.append(zlib.compress(texts[start:end], TEXT_LEVEL))
         blocks[i + 1] = blocks[i] + len(parts[-1])
     return blocks, b"".join(parts)
 

@@ -14,6 +14,7 @@ space is path-ordered whatever the segments: indexer/index/reader.py).
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -21,11 +22,11 @@ from ..errors import IndexerError
 from .dense import Codec
 from .store import SEGMENTS, SegmentWriter, new_name
 from .vectors import StaticVectors
-from .workers import release_memory
+from .workers import fixed_heap, release_memory
 from .writer import BuiltFile, CopiedFile, FreshFile, assemble, table_codec
 
-# ~6-8 KiB of main-process memory per chunk while its segment is assembled and written: a
-# 16k-chunk segment keeps the collector near 150 MiB; sympy 1.5 (38.7k chunks) makes 3.
+# ~2.5 KiB of main-process memory per chunk waiting for its segment, about twice that while the
+# segment is assembled (~75 MiB at 16k chunks); sympy 1.5 (38.7k chunks) makes 3 segments.
 DEFAULT_SEGMENT_CHUNKS = 16384
 SEGMENT_CHUNKS_ENV = "INDEXER_SEGMENT_CHUNKS"
 
@@ -52,6 +53,7 @@ class SegmentStream:
         self, index_dir: Path, table: StaticVectors, ranges: Codec | None, limit: int
     ) -> None:
         self.index_dir, self.table, self.limit = index_dir, table, limit
+        fixed_heap()  # the collector allocates and frees a segment's arrays again and again
         self.ranges = table_codec(table) if ranges is None else ranges
         self.pending: list[BuiltFile] = []
         self.pending_chunks = 0
@@ -59,6 +61,10 @@ class SegmentStream:
         self.paths: set[str] = set()  # every file written so far
 
     def add(self, f: BuiltFile) -> None:
+        # Each batch of results arrives with its own copies of the terms and kinds every file
+        # shares: one copy of each while the segment waits.
+        f.result.terms = list(map(sys.intern, f.result.terms))
+        f.result.kinds = list(map(sys.intern, f.result.kinds))
         self.pending.append(f)
         self.pending_chunks += f.result.n_chunks
         if self.pending_chunks >= self.limit:

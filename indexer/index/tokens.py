@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from itertools import chain
 
 # An identifier-like run: letters, digits, underscores (kebab-case is split by the regex itself).
@@ -117,8 +117,27 @@ def iter_words(text: str) -> Iterator[str]:
             yield word
 
 
-@functools.lru_cache(maxsize=1 << 18)
-def _word_terms(word: str) -> tuple[str, ...]:
+# Words follow Zipf's law: 16k entries (emptied when full) miss 1 lookup in 20 on a large corpus
+# and keep a build worker's caches near 10 MiB instead of growing to ~130 MiB.
+WORD_CACHE = 1 << 14
+
+
+class _WordCache(dict[str, tuple[str, ...]]):
+    """word -> its terms: a hit is one dict lookup in C (an lru_cache also moves the entry in
+    its list); full, it is emptied (the frequent words come back at once)."""
+
+    def __init__(self, make: Callable[[str], tuple[str, ...]]) -> None:
+        super().__init__()
+        self.make = make
+
+    def __missing__(self, word: str) -> tuple[str, ...]:
+        if len(self) >= WORD_CACHE:
+            self.clear()
+        value = self[word] = self.make(word)
+        return value
+
+
+def _terms_of(word: str) -> tuple[str, ...]:
     """The code terms one word contributes (cached: a build meets few distinct words)."""
     if len(word) > _MAX_WORD:
         return ()
@@ -135,9 +154,8 @@ def _word_terms(word: str) -> tuple[str, ...]:
     return tuple(out)
 
 
-@functools.lru_cache(maxsize=1 << 18)
-def _word_lexical(word: str) -> tuple[str, ...]:
-    return tuple(stem(t) for t in _word_terms(word))
+_word_terms = _WordCache(_terms_of).__getitem__
+_word_lexical = _WordCache(lambda word: tuple(stem(t) for t in _word_terms(word))).__getitem__
 
 
 def code_terms(text: str) -> list[str]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import mmap
 import os
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
@@ -68,6 +69,10 @@ class JsonVocab(Mapping[str, int]):
         of first scanning the bytes MAX_SCANS times (~1 ms each) and then decoding it anyway."""
         if lookups > self.MAX_SCANS:
             self._table()
+
+    def as_dict(self) -> dict[str, int]:
+        """The whole vocabulary as a dict (for many lookups: a build)."""
+        return self._table()
 
     def _table(self) -> dict[str, int]:
         if self._dict is None:
@@ -168,9 +173,19 @@ class StaticVectors:
 
     @cached_property
     def _quantizer_ranges(self) -> np.ndarray:  # computed once per table (~0.1 s)
-        rows = self.vectors.astype(np.float32)
-        rows /= np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1e-12)
-        return np.asarray(np.abs(rows).max(axis=0), dtype=np.float32)
+        # 4096 rows at a time: a float copy of the whole table is ~100 MiB of a build's peak.
+        # Row norms and maxima do not depend on the blocks: the same ranges, bit for bit.
+        out = np.zeros(self.dim, dtype=np.float32)
+        for start in range(0, len(self.vectors), 4096):
+            rows = self.vectors[start : start + 4096].astype(np.float32)
+            rows /= np.maximum(np.linalg.norm(rows, axis=1, keepdims=True), 1e-12)
+            np.maximum(out, np.abs(rows).max(axis=0), out=out)
+        base: object = self.vectors
+        while base is not None and not isinstance(base, mmap.mmap):
+            base = getattr(base, "base", None)  # a memmap, or a plain view of one
+        if base is not None:  # pages read once: not this process's memory any more
+            base.madvise(mmap.MADV_DONTNEED)
+        return out
 
     def term_weights(self, terms: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         vocab = self.vocab

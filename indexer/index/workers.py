@@ -34,6 +34,12 @@ def _libc() -> Any:
     return libc
 
 
+def fixed_heap() -> None:
+    """The fixed glibc mmap threshold for this process (see `_libc`): large arrays freed go
+    back to the OS at once instead of staying in a heap that only grows."""
+    _libc()
+
+
 def release_memory() -> None:
     """Hand freed heap pages back to the OS (glibc; a no-op elsewhere). A worker that parsed a
     huge generated file otherwise keeps its peak for the rest of the build: parse trees and

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
+import zlib
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -20,12 +21,13 @@ from ..errors import IndexerError
 from ..source.chunks import materialize
 from ..source.pathclass import content_flags
 from .blobcache import CachedFile
-from .dense import Codec, DenseIndex, faiss_id
+from .dense import Codec, DenseIndex, encode, faiss_id
 from .integrity import chunk_sum, meta_sum
 from .lexical import K1, postings_of
 from .lexical_view import idf_of, row_norms
 from .segment import Segment
 from .segment_data import SegmentData
+from .segment_format import TEXT_LEVEL
 from .tokens import path_terms, stem
 from .vectors import StaticVectors
 
@@ -67,7 +69,8 @@ class _Parts:
     """The growing columns of the segment being assembled."""
 
     meta: list[bytes] = field(default_factory=list)
-    texts: list[bytes] = field(default_factory=list)
+    texts: list[bytes] = field(default_factory=list)  # per file: its raw chunk texts ...
+    blocks: list[bytes | None] = field(default_factory=list)  # ... or their zlib block (built)
     meta_lengths: list[np.ndarray] = field(default_factory=list)
     text_lengths: list[np.ndarray] = field(default_factory=list)
     fids: list[np.ndarray] = field(default_factory=list)
@@ -84,6 +87,16 @@ class _Parts:
     fresh_rows: list[int] = field(default_factory=list)
     copied: dict[int, tuple[Segment, list[np.ndarray], list[int]]] = field(default_factory=dict)
     built: list[tuple[int, Any]] = field(default_factory=list)  # (first row, FileResult)
+
+
+# json.dumps(record, ensure_ascii=False) without a new encoder for every call (a build writes
+# one line per chunk): the same bytes.
+_META = json.JSONEncoder(ensure_ascii=False)
+
+
+def meta_line(record: dict[str, Any]) -> bytes:
+    """A chunk's line of chunks.jsonl."""
+    return _META.encode(record).encode("utf-8") + b"\n"
 
 
 def path_documents(path: str) -> tuple[list[str], list[str]]:
@@ -108,12 +121,13 @@ def _add_fresh(parts: _Parts, f: FreshFile, file_index: int, row: int) -> int:
     chunks = materialize(f.entry.records, f.path, f.language, f.blob)
     path_lex, path_dense = path_documents(f.path)
     ids = np.empty(len(chunks), dtype=np.int64)
+    texts = []
     for i, c in enumerate(chunks):
         record = c.to_dict()
         text = record.pop("text").encode("utf-8")
-        line = json.dumps(record, ensure_ascii=False).encode("utf-8") + b"\n"
+        line = meta_line(record)
         parts.meta.append(line)
-        parts.texts.append(text)
+        texts.append(text)
         parts.sums.append(np.array([chunk_sum(line, text)], dtype=np.int64))
         parts.meta_sums.append(np.array([meta_sum(line)], dtype=np.int64))
         parts.meta_lengths.append(np.array([len(line)], dtype=np.int64))
@@ -125,6 +139,8 @@ def _add_fresh(parts: _Parts, f: FreshFile, file_index: int, row: int) -> int:
         parts.fresh_terms.append(f.entry.lexical[i] + path_lex)
         parts.fresh_dense.append(f.entry.dense[i] + path_dense)
         parts.fresh_rows.append(row + i)
+    parts.texts.append(b"".join(texts))
+    parts.blocks.append(None)
     parts.fids.append(ids)
     flags = content_flags(f.path, "\n".join(r["text"] for r in f.entry.records))
     parts.chunk_file.append(np.full(len(chunks), file_index, dtype=np.int32))
@@ -136,8 +152,9 @@ def _add_fresh(parts: _Parts, f: FreshFile, file_index: int, row: int) -> int:
 def _add_built(parts: _Parts, f: BuiltFile, file_index: int, row: int) -> int:
     r = f.result
     n = int(r.n_chunks)
-    parts.meta.append(r.meta)
-    parts.texts.append(r.texts)
+    parts.meta.append(zlib.decompress(r.meta_z))
+    parts.texts.append(b"")
+    parts.blocks.append(r.texts_z)
     parts.meta_lengths.append(r.meta_lengths)
     parts.text_lengths.append(r.text_lengths)
     parts.fids.append(r.fids)
@@ -160,6 +177,7 @@ def _add_copied(parts: _Parts, f: CopiedFile, file_index: int, row: int) -> int:
     meta_off, text_off = s.offsets
     parts.meta.append(s.meta_bytes(start, end))
     parts.texts.append(s.text_bytes(start, end))
+    parts.blocks.append(None)
     parts.meta_lengths.append(np.diff(meta_off[start : end + 1]))
     parts.text_lengths.append(np.diff(text_off[start : end + 1]))
     parts.fids.append(np.asarray(s.fids[start:end]))
@@ -253,6 +271,10 @@ def assemble(
     def joined(arrays: list[np.ndarray], dtype: Any) -> np.ndarray:
         return np.concatenate(arrays).astype(dtype) if arrays else np.zeros(0, dtype=dtype)
 
+    # A build's segment keeps its texts as the workers compressed them (it is only written);
+    # any other (an update's, a merge's, the working-tree overlay's) keeps them raw.
+    packed = _packed_texts(parts) if parts.built else None
+
     return SegmentData(
         paths=paths,
         blobs=blobs,
@@ -266,7 +288,7 @@ def assemble(
         meta_sums=joined(parts.meta_sums, np.int64),
         meta=b"".join(parts.meta),
         meta_offsets=offsets(parts.meta_lengths),
-        texts=b"".join(parts.texts),
+        texts=b"" if packed else b"".join(parts.texts),
         text_offsets=offsets(parts.text_lengths),
         symbols=parts.symbols,
         kinds=parts.kinds,
@@ -279,23 +301,45 @@ def assemble(
         scores=own_scores(lexical[1], lexical[2], lexical[3], lexical[4]),
         dense=dense,
         graph_facts={p: facts[p] for p in paths if p in facts},
-        encoded_facts=[r.graph for _, r in parts.built if r.graph is not None],
+        encoded_facts=[
+            replace(r.graph, line=zlib.decompress(r.graph.line))
+            for _, r in parts.built
+            if r.graph is not None
+        ],
+        packed_texts=packed,
     )
+
+
+def _packed_texts(parts: _Parts) -> tuple[np.ndarray, bytes]:
+    """(block offsets, blocks) of the segment's texts, one zlib block per file: the workers'
+    blocks as they are, the other files' compressed here (segment_format.compress_texts)."""
+    blocks = [
+        b if b is not None else zlib.compress(t, TEXT_LEVEL)
+        for t, b in zip(parts.texts, parts.blocks, strict=True)
+    ]
+    starts = np.zeros(len(blocks) + 1, dtype=np.int64)
+    np.cumsum(np.fromiter(map(len, blocks), dtype=np.int64, count=len(blocks)), out=starts[1:])
+    return starts, b"".join(blocks)
 
 
 def _dense(parts: _Parts, table: StaticVectors, n_rows: int, codec: Codec | None) -> DenseIndex:
     """Fresh rows embedded now (rounded to fp16 like stored ones), copied rows decoded: both
-    re-encode to the codes a full build writes."""
-    vectors = np.zeros((n_rows, table.dim), dtype=np.float16)
+    encode to the codes a full build writes. Encoded file by file (the arithmetic is per
+    component), so no float copy of the whole segment exists at once; the compact codes are
+    made from the 8-bit codes (dense_pq.encode)."""
+    codec = codec or table_codec(table)
+    ranges = np.asarray(codec.ranges, dtype=np.float32)
+    codes = np.zeros((n_rows, len(ranges)), dtype=np.uint8)
     row = 0
     for block in parts.vectors:
         if block.shape[1]:
-            vectors[row : row + len(block)] = block
+            codes[row : row + len(block)] = encode(block.astype(np.float32), ranges)
         row += len(block)
     if parts.fresh_dense:
         rows = np.asarray(parts.fresh_rows, dtype=np.int64)
-        vectors[rows] = table.embed_many(parts.fresh_dense)
-    return DenseIndex.build(vectors.astype(np.float32), codec or table_codec(table))
+        fresh = table.embed_many(parts.fresh_dense).astype(np.float16)
+        codes[rows] = encode(fresh.astype(np.float32), ranges)
+    return DenseIndex.of_codes(codes, codec)
 
 
 def _lexical(
@@ -330,23 +374,32 @@ def _lexical(
         copied.append((used, names, term_ids, kept_docs, np.asarray(tfs)[keep]))
     vocab = sorted(vocab_set)
     ids = {t: i for i, t in enumerate(vocab)}
-    all_terms = [np.fromiter((ids[t] for t in terms_new), dtype=np.int64, count=len(terms_new))]
-    all_docs = [docs_new]
+    # int32 term ids and rows: the order below is that of any integer type (pairs are unique)
+    all_terms = [np.fromiter((ids[t] for t in terms_new), dtype=np.int32, count=len(terms_new))]
+    all_docs = [docs_new.astype(np.int32)]
     all_tfs = [np.minimum(tfs_new, MAX_TF).astype(np.uint16)]
     for start, r in parts.built:
-        local = np.fromiter(map(ids.__getitem__, r.terms), dtype=np.int64, count=len(r.terms))
+        local = np.fromiter(map(ids.__getitem__, r.terms), dtype=np.int32, count=len(r.terms))
         all_terms.append(local[r.posting_terms])
-        all_docs.append(r.posting_chunks.astype(np.int64) + start)
-        all_tfs.append(np.minimum(r.posting_tfs, MAX_TF).astype(np.uint16))
+        rows = np.arange(start, start + len(r.term_counts), dtype=np.int32)
+        all_docs.append(np.repeat(rows, r.term_counts))
+        all_tfs.append(r.posting_tfs)  # clipped to MAX_TF by the worker
     for used, names, term_ids, kept_docs, kept_tfs in copied:
-        remap = np.zeros(int(used.max(initial=0)) + 1, dtype=np.int64)
+        remap = np.zeros(int(used.max(initial=0)) + 1, dtype=np.int32)
         remap[used] = [ids[t] for t in names]
         all_terms.append(remap[term_ids])
-        all_docs.append(kept_docs)
+        all_docs.append(kept_docs.astype(np.int32))
         all_tfs.append(kept_tfs.astype(np.uint16))
     term_ids = np.concatenate(all_terms)
+    del all_terms
     docs = np.concatenate(all_docs)
-    order = np.lexsort((docs, term_ids))
+    del all_docs
+    if len(docs) < 2 or bool(np.all(docs[1:] >= docs[:-1])):
+        # rows already in order (a build's segment): a stable sort by term alone gives the
+        # (term, row) order, in one pass instead of two
+        order = np.argsort(term_ids, kind="stable")
+    else:
+        order = np.lexsort((docs, term_ids))
     indptr = np.zeros(len(vocab) + 1, dtype=np.int64)
     np.cumsum(np.bincount(term_ids, minlength=len(vocab)), out=indptr[1:])
     return (
