@@ -157,7 +157,8 @@ def default_fusion_path() -> Path:
 
 
 def rrf(rank_lists: list[tuple[np.ndarray, float]], k: float) -> tuple[np.ndarray, np.ndarray]:
-    """Reciprocal rank fusion: sum over lists of weight / (k + rank), ranks starting at 1.
+    """Reciprocal rank fusion of the retrievers' ranked lists (BM25, dense, exact names): sum
+    over lists of weight / (k + rank), ranks starting at 1.
 
     Returns (rows, scores), rows in order of first appearance (the first list's order, then rows
     only later lists have), the order ties keep in a stable sort of the scores."""
