@@ -248,6 +248,12 @@ def main() -> None:
     parser.add_argument("--repo", type=Path, help="one corpus (with --index)")
     parser.add_argument("--index", type=Path, help="an index of --repo's HEAD")
     parser.add_argument("--baseline", type=Path, default=None, help="another checkout")
+    parser.add_argument(
+        "--baseline-index",
+        action="append",
+        default=[],
+        help="NAME=INDEX: the baseline's own index of corpus NAME (when its format differs)",
+    )
     parser.add_argument("--work", type=Path, default=Path("/tmp/bench-update"))
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--hook-rounds", type=int, default=3)
@@ -269,8 +275,13 @@ def main() -> None:
             [sys.executable, "-m", "compileall", "-q", str(code / "indexer")], check=True
         )
     load = {"start": os.getloadavg()}
+    own = dict(spec.split("=", 1) for spec in args.baseline_index)
     repos = {
-        (corpus, name): clone(origin, index, work / f"{corpus}-{name}")
+        (corpus, name): clone(
+            origin,
+            Path(own[corpus]) if name == "baseline" and corpus in own else index,
+            work / f"{corpus}-{name}",
+        )
         for corpus, (origin, index) in corpora.items()
         for name in codes
     }

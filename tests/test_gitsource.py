@@ -158,3 +158,33 @@ def test_the_cat_file_reader_reads_what_pygit2_reads(tmp_path: Path) -> None:
             with pytest.raises(IndexerError):
                 resolve_commit(ours, bad)
         ours.close()
+
+
+def test_a_forked_child_reads_through_a_git_process_of_its_own(tmp_path: Path) -> None:
+    """The build's workers are forked from a process that may already read git through
+    `git cat-file --batch`: a child must not share that process's pipes (their requests would
+    interleave), and the parent must be able to end its own while the child lives on."""
+    import os
+    import time
+
+    root = tmp_path / "repo"
+    root.mkdir()
+    pygit2.init_repository(str(root))
+    write_files(root, {"a.py": "x = 1\n", "b.py": "y = 2\n" * 500})
+    commit_all(root, "one")
+    repo = pygit2.Repository(str(root))
+    tree = repo.head.peel(pygit2.Commit).tree
+    a, b = str(tree["a.py"].id), str(tree["b.py"].id)
+    reader = CatFileRepository(repo.path, str(root))
+    assert reader[a].data == b"x = 1\n"  # the parent's git process is running
+    child = os.fork()
+    if child == 0:  # pragma: no cover (the child's outcome is its exit status)
+        ok = all(reader[b].data == b"y = 2\n" * 500 for _ in range(200))
+        time.sleep(2)  # still alive while the parent closes its reader
+        os._exit(0 if ok else 1)
+    assert all(reader[a].data == b"x = 1\n" for _ in range(200))
+    start = time.monotonic()
+    reader.close()
+    assert time.monotonic() - start < 1.5  # its git saw the end of its input at once
+    _, status = os.waitpid(child, 0)
+    assert os.waitstatus_to_exitcode(status) == 0

@@ -9,8 +9,10 @@ them unchanged. Where no `git` executable runs, `gitsource.open_reader` falls ba
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
+import weakref
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -119,13 +121,26 @@ class Commit:
 
 
 class CatFileRepository:
-    """A repository read through `git cat-file --batch` (started on first use)."""
+    """A repository read through `git cat-file --batch` (started on first use). A process
+    forked from this one (the build's worker pool) starts its own: the pipes of the parent's
+    are closed in the child at the fork, so the two never share one (interleaved requests)
+    and the parent's `git` sees the end of its input when the parent closes it."""
 
     def __init__(self, git_dir: str, workdir: str | None) -> None:
         self.path = git_dir.rstrip("/") + "/"
         self.workdir = workdir.rstrip("/") + "/" if workdir is not None else None
         self.is_bare = workdir is None
         self._process: subprocess.Popen[bytes] | None = None
+        _OPEN.add(self)
+
+    def _forget(self) -> None:
+        """In a forked child: drop the parent's process (this process's copies of its pipes)."""
+        process, self._process = self._process, None
+        if process is not None:
+            for pipe in (process.stdin, process.stdout):
+                if pipe is not None:
+                    with contextlib.suppress(OSError):
+                        pipe.close()
 
     def _read(self, name: str) -> tuple[str, str, bytes] | None:
         """(id, type, content) of the object `name` (an id or any revision), or None."""
@@ -176,6 +191,22 @@ class CatFileRepository:
             process, self._process = self._process, None
             assert process.stdin is not None
             process.stdin.close()
-            process.wait()
+            try:
+                process.wait(timeout=CLOSE_SECONDS)
+            except subprocess.TimeoutExpired:  # something else holds its input open
+                process.kill()
+                process.wait()
             if process.stdout is not None:
                 process.stdout.close()
+
+
+CLOSE_SECONDS = 5
+_OPEN: weakref.WeakSet[CatFileRepository] = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    for reader in list(_OPEN):
+        reader._forget()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
