@@ -23,8 +23,8 @@ from indexer.index.dense import DenseIndex  # noqa: E402
 from indexer.index.generation_summary import summary  # noqa: E402
 from indexer.index.integrity import meta_sum  # noqa: E402
 from indexer.index.segment_data import SegmentData  # noqa: E402
+from indexer.index.segment_postings import own_scores  # noqa: E402
 from indexer.index.store import SegmentWriter, new_name, publish_generation  # noqa: E402
-from indexer.index.writer import own_scores  # noqa: E402
 from indexer.source.chunker import CHUNKER_VERSION  # noqa: E402
 
 

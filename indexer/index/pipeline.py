@@ -33,10 +33,11 @@ from .dense import faiss_id
 from .graph.facts import EncodedFacts, encode_facts
 from .integrity import chunk_sum, meta_sum
 from .segment_format import TEXT_LEVEL
+from .segment_postings import MAX_TF
 from .tokens import text_terms
 from .vectors import JsonVocab, StaticVectors
 from .workers import release_memory
-from .writer import MAX_TF, meta_line, module_definitions, path_documents
+from .writer import meta_line, module_definitions, path_documents
 
 BATCH_FILES = 32  # files per task: big enough to amortise a task, small enough to stream
 # Metadata lines and graph-fact lines wait in the build's main process until their segment is

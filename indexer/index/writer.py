@@ -23,15 +23,12 @@ from ..source.pathclass import content_flags
 from .blobcache import CachedFile
 from .dense import Codec, DenseIndex, encode, faiss_id
 from .integrity import chunk_sum, meta_sum
-from .lexical import K1, postings_of
-from .lexical_view import idf_of, row_norms
 from .segment import Segment
 from .segment_data import SegmentData
 from .segment_format import TEXT_LEVEL
+from .segment_postings import merged_postings, own_scores
 from .tokens import path_terms, stem
 from .vectors import StaticVectors
-
-MAX_TF = np.iinfo(np.uint16).max  # BM25 saturates long before
 
 
 @dataclass
@@ -258,7 +255,9 @@ def assemble(
             if kept:
                 extras[f.path] = kept
         dense = _dense(parts, table, row, ranges)
-        lexical = _lexical(parts, row)
+        lexical = merged_postings(
+            parts.fresh_terms, parts.fresh_rows, parts.built, parts.copied.values(), row
+        )
     finally:
         _DECODED.clear()
 
@@ -293,12 +292,12 @@ def assemble(
         symbols=parts.symbols,
         kinds=parts.kinds,
         defines=parts.defines,
-        terms=lexical[0],
-        indptr=lexical[1],
-        docs=lexical[2],
-        tfs=lexical[3],
-        doc_lengths=lexical[4],
-        scores=own_scores(lexical[1], lexical[2], lexical[3], lexical[4]),
+        terms=lexical.terms,
+        indptr=lexical.indptr,
+        docs=lexical.docs,
+        tfs=lexical.tfs,
+        doc_lengths=lexical.doc_lengths,
+        scores=own_scores(lexical.indptr, lexical.docs, lexical.tfs, lexical.doc_lengths),
         dense=dense,
         graph_facts={p: facts[p] for p in paths if p in facts},
         encoded_facts=[
@@ -340,86 +339,3 @@ def _dense(parts: _Parts, table: StaticVectors, n_rows: int, codec: Codec | None
         fresh = table.embed_many(parts.fresh_dense).astype(np.float16)
         codes[rows] = encode(fresh.astype(np.float32), ranges)
     return DenseIndex.of_codes(codes, codec)
-
-
-def _lexical(
-    parts: _Parts, n_rows: int
-) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(vocabulary, indptr, docs, tfs, lengths): postings sorted by (term, row)."""
-    lengths = np.zeros(n_rows, dtype=np.float32)
-    terms_new, docs_new, tfs_new, lengths_new = postings_of(parts.fresh_terms)
-    rows_new = np.asarray(parts.fresh_rows, dtype=np.int64)
-    if len(rows_new):
-        docs_new = rows_new[docs_new]
-        lengths[rows_new] = lengths_new
-    vocab_set = set(terms_new)
-    for start, r in parts.built:  # worker-made postings: file-local term ids
-        vocab_set.update(r.terms)
-        lengths[start : start + len(r.doc_lengths)] = r.doc_lengths
-    copied = []
-    for segment, sources, targets in parts.copied.values():
-        src_rows = np.concatenate(sources)
-        new_of_old = np.full(segment.n_rows, -1, dtype=np.int64)
-        new_of_old[src_rows] = np.concatenate(
-            [np.arange(t, t + len(s)) for s, t in zip(sources, targets, strict=True)]
-        )
-        lengths[new_of_old[src_rows]] = np.asarray(segment.doc_lengths)[src_rows]
-        indptr, docs, tfs = segment.postings
-        term_ids = np.repeat(np.arange(len(indptr) - 1, dtype=np.int64), np.diff(indptr))
-        keep = new_of_old[np.asarray(docs)] >= 0
-        term_ids, kept_docs = term_ids[keep], new_of_old[np.asarray(docs)[keep]]
-        used = np.unique(term_ids)
-        names = [segment.terms[i] for i in used.tolist()]
-        vocab_set.update(names)
-        copied.append((used, names, term_ids, kept_docs, np.asarray(tfs)[keep]))
-    vocab = sorted(vocab_set)
-    ids = {t: i for i, t in enumerate(vocab)}
-    # int32 term ids and rows: the order below is that of any integer type (pairs are unique)
-    all_terms = [np.fromiter((ids[t] for t in terms_new), dtype=np.int32, count=len(terms_new))]
-    all_docs = [docs_new.astype(np.int32)]
-    all_tfs = [np.minimum(tfs_new, MAX_TF).astype(np.uint16)]
-    for start, r in parts.built:
-        local = np.fromiter(map(ids.__getitem__, r.terms), dtype=np.int32, count=len(r.terms))
-        all_terms.append(local[r.posting_terms])
-        rows = np.arange(start, start + len(r.term_counts), dtype=np.int32)
-        all_docs.append(np.repeat(rows, r.term_counts))
-        all_tfs.append(r.posting_tfs)  # clipped to MAX_TF by the worker
-    for used, names, term_ids, kept_docs, kept_tfs in copied:
-        remap = np.zeros(int(used.max(initial=0)) + 1, dtype=np.int32)
-        remap[used] = [ids[t] for t in names]
-        all_terms.append(remap[term_ids])
-        all_docs.append(kept_docs.astype(np.int32))
-        all_tfs.append(kept_tfs.astype(np.uint16))
-    term_ids = np.concatenate(all_terms)
-    del all_terms
-    docs = np.concatenate(all_docs)
-    del all_docs
-    if len(docs) < 2 or bool(np.all(docs[1:] >= docs[:-1])):
-        # rows already in order (a build's segment): a stable sort by term alone gives the
-        # (term, row) order, in one pass instead of two
-        order = np.argsort(term_ids, kind="stable")
-    else:
-        order = np.lexsort((docs, term_ids))
-    indptr = np.zeros(len(vocab) + 1, dtype=np.int64)
-    np.cumsum(np.bincount(term_ids, minlength=len(vocab)), out=indptr[1:])
-    return (
-        vocab,
-        indptr,
-        docs[order].astype(np.int32),
-        np.concatenate(all_tfs)[order],
-        lengths,
-    )
-
-
-def own_scores(
-    indptr: np.ndarray, docs: np.ndarray, tfs: np.ndarray, lengths: np.ndarray
-) -> np.ndarray:
-    """Each posting's BM25 contribution with this segment's own statistics: what the reader
-    uses while the segment is the whole index (the arithmetic of lexical_view, bit for bit)."""
-    n_docs = len(lengths)
-    term_idf = idf_of(n_docs, np.diff(indptr))
-    posting_idf = np.repeat(term_idf, np.diff(indptr))
-    tf = np.asarray(tfs, dtype=np.float32)
-    return np.asarray(
-        posting_idf * tf * (K1 + 1) / (tf + row_norms(lengths)[docs]), dtype=np.float32
-    )
