@@ -177,6 +177,19 @@ class LexicalView:
                 self.idf.values.append(float(idf_of(self.n_docs, np.asarray([df]))[0]))
         return self._ids[term]
 
+    def _weighted(
+        self, counts: Mapping[str, int], boosts: Mapping[str, float] | None
+    ) -> tuple[list[str], np.ndarray, np.ndarray]:
+        """(terms, query weights, idf) of a query's known terms: 1 + log(count), boosted."""
+        boosts = boosts or {}
+        weights = np.fromiter(
+            ((1.0 + math.log(c)) * boosts.get(t, 1.0) for t, c in counts.items()),
+            dtype=np.float32,
+            count=len(counts),
+        )
+        query = list(counts)
+        return query, weights, idf_of(self.n_docs, np.asarray([self.df(t) for t in query]))
+
     def resolve(
         self, terms: Sequence[str], boosts: Mapping[str, float] | None = None
     ) -> Terms | None:
@@ -186,14 +199,7 @@ class LexicalView:
         counts = {t: c for t, c in every.items() if self.term_id(t) is not None}
         if not counts:
             return None
-        boosts = boosts or {}
-        query = list(counts)
-        weights = np.fromiter(
-            ((1.0 + math.log(c)) * boosts.get(t, 1.0) for t, c in counts.items()),
-            dtype=np.float32,
-            count=len(counts),
-        )
-        term_idf = idf_of(self.n_docs, np.asarray([self.df(t) for t in query]))
+        query, weights, term_idf = self._weighted(counts, boosts)
         unknown = max(0, len(every) - len(query))
         total = float(term_idf.sum()) + unknown * self._rare
         return Terms(weights, term_idf, [self.spans(t) for t in query], total)
@@ -304,14 +310,7 @@ class LexicalView:
         if not counts:
             zeros = np.zeros(self.n_docs, dtype=np.float32)
             return zeros, zeros
-        boosts = boosts or {}
-        query = list(counts)
-        weights = np.fromiter(
-            ((1.0 + math.log(c)) * boosts.get(t, 1.0) for t, c in counts.items()),
-            dtype=np.float32,
-            count=len(counts),
-        )
-        term_idf = idf_of(self.n_docs, np.asarray([self.df(t) for t in query]))
+        query, weights, term_idf = self._weighted(counts, boosts)
         docs_parts, score_parts, idf_parts = [], [], []
         for i, segment in enumerate(self.space.segments):
             where = [{s: (lo, hi) for s, lo, hi in self.spans(t)}.get(i) for t in query]
