@@ -290,8 +290,11 @@ class Baseline:
         ensure_index(git_dir, self.index_dir, dict(os.environ, **self.env))
 
 
-def search_rss(index_dir: Path, queries: list[str], env: dict[str, str] | None = None) -> float:
-    """Peak RSS (MB) of a process that opens the index and runs every query."""
+def search_rss(
+    index_dir: Path, queries: list[str], env: dict[str, str] | None = None, src: Path = ROOT
+) -> float:
+    """Peak RSS (MB) of a process that opens the index and runs every query, with the code of
+    `src` (run from there: `python -c` imports the working directory's package first)."""
     code = (
         "import json, resource, sys\n"
         "from pathlib import Path\n"
@@ -309,6 +312,7 @@ def search_rss(index_dir: Path, queries: list[str], env: dict[str, str] | None =
         text=True,
         check=True,
         env=env,
+        cwd=src,
     )
     return round(float(proc.stdout.strip()), 1)
 
@@ -359,7 +363,7 @@ def main() -> int:
         entry["search_rss_mb"] = search_rss(index_dir, all_queries)
         if baseline is not None:
             entry["baseline_rss_mb"] = search_rss(
-                baseline.index_dir, all_queries, dict(os.environ, **baseline.env)
+                baseline.index_dir, all_queries, dict(os.environ, **baseline.env), baseline.src
             )
         results[name] = entry
         print(f"{name}: {json.dumps(entry)}", file=sys.stderr)
