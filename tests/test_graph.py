@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import itertools
 import json
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -241,7 +243,7 @@ def test_unknown_symbol_is_a_clear_error(poly_repo: Path) -> None:
         index.related("no_such_function_anywhere")
 
 
-def test_graph_facts_are_plain_data_one_line_per_file(poly_repo: Path) -> None:
+def test_graph_facts_are_plain_data_one_block_per_file(poly_repo: Path) -> None:
     from indexer.index.graph import read_facts
 
     index = Index.open(poly_repo)
@@ -249,8 +251,11 @@ def test_graph_facts_are_plain_data_one_line_per_file(poly_repo: Path) -> None:
     assert isinstance(segment, Path) and not deleted
     meta = json.loads((segment / "graph_facts.json").read_text(encoding="utf-8"))
     assert meta["paths"] == sorted(f["path"] for f in index.files)
-    lines = (segment / "graph_facts.jsonl").read_bytes().splitlines()
-    assert len(lines) == len(meta["paths"])
+    blocks = (segment / "graph_facts_z.bin").read_bytes()
+    offsets = np.load(segment / "graph_facts_offsets.npy", allow_pickle=False).tolist()
+    assert len(offsets) == len(meta["paths"]) + 1 and offsets[-1] == len(blocks)
+    lines = [zlib.decompress(blocks[a:b]) for a, b in itertools.pairwise(offsets)]
+    assert all(line.endswith(b"\n") and json.loads(line.partition(b"\t")[0]) for line in lines)
     keys = np.load(segment / "graph_facts_keys.npy", allow_pickle=False)
     assert keys.dtype == np.int64 and np.all(np.diff(keys) >= 0)
     facts = read_facts(segment)

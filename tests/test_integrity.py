@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import hashlib
 import io
+import itertools
 import json
 import random
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -138,6 +140,46 @@ def test_a_forged_line_table_is_refused(sample_repo: Path, tmp_path: Path) -> No
     proc = run_cli("pull", cwd=clone)
     assert_clean_error(proc, "rejected the index published at")
     assert "line table does not match" in proc.stderr
+    assert not (clone / ".git" / "indexer" / "CURRENT").exists()
+
+
+@pytest.mark.parametrize("forgery", ["foreign symbol", "not zlib"])
+def test_forged_graph_facts_are_refused(sample_repo: Path, tmp_path: Path, forgery: str) -> None:
+    """Graph facts are stored as one zlib block per file: a block that claims another file's
+    chunk as its symbol, or that does not inflate, is refused on pull like any other forgery."""
+    assert run_cli("build", cwd=sample_repo).returncode == 0
+    ref = publish(str(sample_repo))["ref"]
+    published = _published(sample_repo, ref)
+    blob = published["segment:graph_facts_z.bin"]
+    offsets = np.load(io.BytesIO(published["segment:graph_facts_offsets.npy"])).tolist()
+    blocks = [blob[a:b] for a, b in itertools.pairwise(offsets)]
+    paths = json.loads(published["segment:graph_facts.json"])["paths"]
+    row = next(i for i, b in enumerate(blocks) if b'"symbols":[[' in zlib.decompress(b))
+    if forgery == "not zlib":
+        blocks[row] = b"\x00" * len(blocks[row])
+    else:
+        head, _, calls = zlib.decompress(blocks[row]).partition(b"\t")
+        facts = json.loads(head)
+        records = [json.loads(line) for line in published["segment:chunks.jsonl"].splitlines()]
+        stranger = next(r["id"] for r in records if r["path"] != paths[row])
+        facts["symbols"][0][5] = [stranger]
+        blocks[row] = zlib.compress(json.dumps(facts).encode() + b"\t" + calls)
+    published["segment:graph_facts_z.bin"] = b"".join(blocks)
+    published["segment:graph_facts_offsets.npy"] = _npy(
+        np.cumsum([0, *map(len, blocks)]).astype(np.int64)
+    )
+    forged = _forge(published, "graph_facts.json", b"{", b"{")  # checksums made to match
+    changed = ("graph_facts_z.bin", "graph_facts_offsets.npy", "segment.json")
+    _republish_with(
+        sample_repo,
+        ref,
+        {n: forged[n] for n in (*(f"segment:{c}" for c in changed), "manifest.json")},
+    )
+    clone = clone_with_index(sample_repo, tmp_path / "clone")
+    proc = run_cli("pull", cwd=clone)
+    assert_clean_error(proc, "rejected the index published at")
+    why = "that is no chunk" if forgery == "foreign symbol" else "cannot be inflated"
+    assert why in proc.stderr
     assert not (clone / ".git" / "indexer" / "CURRENT").exists()
 
 

@@ -27,7 +27,7 @@ import numpy as np
 
 from ..errors import IndexerError
 from ..index.dense import faiss_id
-from ..index.graph.facts import FACTS_LINES, FACTS_META
+from ..index.graph.facts import FACTS_LINES, FACTS_META, FACTS_OFFSETS
 from ..index.integrity import CHUNK_SUMS, check_rows, chunk_sums, meta_sum
 from ..index.segment_format import LINE_STARTS, TEXT_BLOCKS, TEXTS, decompress_texts
 from ..source.chunker import chunk_id, path_stem
@@ -191,8 +191,20 @@ def _check(
         paths[record["id"]] = record["path"]
     if FACTS_META in names:
         facts = json.loads(read(FACTS_META))
-        _check_graph(facts["paths"], read(FACTS_LINES).splitlines(), paths, set(texts_of))
+        _check_graph(facts["paths"], _fact_lines(read), paths, set(texts_of))
     return rows
+
+
+def _fact_lines(read: Callable[[str], bytes]) -> list[bytes]:
+    """Each file's line of graph facts, inflated from its block where the offsets put it."""
+    data, offsets = read(FACTS_LINES), _array(read, FACTS_OFFSETS)
+    bounds = offsets.tolist()
+    if not bounds or bounds[0] != 0 or bounds[-1] != len(data) or bounds != sorted(bounds):
+        raise ProvenanceError("its code graph facts are not where their offsets say")
+    try:
+        return [zlib.decompress(data[a:b]) for a, b in itertools.pairwise(bounds)]
+    except zlib.error:
+        raise ProvenanceError("its code graph facts cannot be inflated") from None
 
 
 def _check_graph(

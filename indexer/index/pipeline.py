@@ -84,7 +84,7 @@ class FileResult:
     doc_lengths: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float32))
     vectors: np.ndarray | None = None  # float16 (chunks, dims)
     # the file's graph facts as the segment stores them (line + name keys), encoded here so
-    # the main process only concatenates; the line zlib level 1 while it travels
+    # the main process only concatenates (the line as its stored zlib block)
     graph: EncodedFacts | None = None
 
     @property
@@ -185,8 +185,7 @@ def index_file(
         return result
     result.redacted, result.fallback = entry.redacted, entry.fallback
     chunks = materialize(entry.records, path, language, blob)
-    facts = encode_facts(graph_facts(path, blob, data, chunks, tree))
-    result.graph = replace(facts, line=zlib.compress(facts.line, TRAVEL_LEVEL))
+    result.graph = encode_facts(graph_facts(path, blob, data, chunks, tree))  # compressed
     del tree
     tokenise(entry)
     _fill_rows(result, chunks, entry, table)

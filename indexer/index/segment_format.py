@@ -30,8 +30,9 @@ from .graph.facts import FACTS_FILE_NAMES
 from .integrity import REBUILD
 
 # 4: vectors as plain uint8 codes (dense_codes.npy), no FAISS file; 5: + 4-bit compact codes
-# (dense_pq.npy), and each text column's line starts beside it (`<column>_lines.npy`)
-SEGMENT_FORMAT = 5
+# (dense_pq.npy), and each text column's line starts beside it (`<column>_lines.npy`); 6: graph
+# facts as one zlib block per file (graph_facts_z.bin)
+SEGMENT_FORMAT = 6
 SEGMENT_MANIFEST = "segment.json"
 TEXTS = "texts_z.bin"  # chunk texts, one zlib block per file (code compresses ~5x)
 TEXT_BLOCKS = "text_blocks.npy"  # int64 (files + 1): where each file's block starts in TEXTS

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import re
 import zlib
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -300,11 +300,7 @@ def assemble(
         scores=own_scores(lexical.indptr, lexical.docs, lexical.tfs, lexical.doc_lengths),
         dense=dense,
         graph_facts={p: facts[p] for p in paths if p in facts},
-        encoded_facts=[
-            replace(r.graph, line=zlib.decompress(r.graph.line))
-            for _, r in parts.built
-            if r.graph is not None
-        ],
+        encoded_facts=[r.graph for _, r in parts.built if r.graph is not None],
         packed_texts=packed,
     )
 
