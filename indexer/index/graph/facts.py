@@ -99,7 +99,7 @@ class EncodedFacts:
 
     path: str
     language: str
-    line: bytes  # zlib block of the file's line (`inflate` reads it back)
+    line: bytes  # the file's line as its stored zlib block
     keys: np.ndarray  # int64 name keys
     kinds: np.ndarray  # int32 kind codes
 
@@ -143,14 +143,6 @@ def _line(fg: FileGraph) -> bytes:
     head = fg.to_dict()
     calls = head.pop("calls")
     return b"%s\t%s\n" % (_json(head), _json(calls))
-
-
-def inflate(block: bytes) -> bytes:
-    """A file's line from its stored block; a damaged block is a corrupt index."""
-    try:
-        return zlib.decompress(block)
-    except zlib.error as exc:
-        raise CorruptIndexError("unreadable graph facts block") from exc
 
 
 def _json(value: Any) -> bytes:
@@ -200,17 +192,20 @@ class FactsSegment:
         gone = set(deleted)
         self.live = [p not in gone for p in self.paths]
         self._lines: Any = None
+        self._last: tuple[int, bytes] = (-1, b"")  # the row last inflated
 
     def raw(self, row: int) -> bytes:
         if self._lines is None:
             with (self.directory / FACTS_LINES).open("rb") as fh:
                 size = os.fstat(fh.fileno()).st_size
                 self._lines = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
-        block = self._lines[int(self.offsets[row]) : int(self.offsets[row + 1])]
-        try:
-            return inflate(block)
-        except CorruptIndexError as exc:
-            raise CorruptIndexError(f"unreadable graph facts in {self.directory}") from exc
+        if self._last[0] != row:  # `related` reads a file's facts, then its call sites
+            block = self._lines[int(self.offsets[row]) : int(self.offsets[row + 1])]
+            try:
+                self._last = (row, zlib.decompress(block))
+            except zlib.error as exc:
+                raise CorruptIndexError(f"unreadable graph facts in {self.directory}") from exc
+        return self._last[1]
 
     def file(self, row: int, calls: bool = True) -> FileGraph:
         """A file's facts; without `calls`, its call sites are left out (not decoded)."""
