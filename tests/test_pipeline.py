@@ -135,3 +135,21 @@ def test_worker_results_equal_the_stages_run_one_by_one(
             assert result.graph.line == want_facts.line  # the stored zlib block
             assert result.graph.keys.tolist() == want_facts.keys.tolist()
             assert result.graph.kinds.tolist() == want_facts.kinds.tolist()
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.lists(st.sampled_from(["def", "total", "invoice", "cart", "zzz_unknown", "line"])),
+        max_size=6,
+    )
+)
+def test_a_document_embeds_the_same_alone_and_among_a_files_chunks(docs: list[list[str]]) -> None:
+    """A file's chunks are embedded together in a build and one at a time in an update: each
+    row must be a function of its own terms only, and the embedding's weighted mean."""
+    table = StaticVectors.load(default_table_dir())
+    together = table.embed_many(docs)
+    assert together.shape == (len(docs), table.dim)
+    for row, doc in zip(together, docs, strict=True):
+        assert np.array_equal(row, table.embed_many([doc])[0])
+        np.testing.assert_allclose(row, table.embed_terms(doc), atol=1e-6)

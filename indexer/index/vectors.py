@@ -15,6 +15,7 @@ from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
+from itertools import chain, repeat
 from pathlib import Path
 
 import numpy as np
@@ -23,6 +24,7 @@ from ..errors import IndexerError
 from .dense_pq import CENTROIDS_FILE, valid_codebook
 from .tokens import code_terms
 
+EMBED_DOCS = 256  # documents summed at once: (their distinct terms x dims) floats at a time
 TABLE_FILES = ("vocab.json", "vectors.npy", "scales.npy", "weights.npy", "card.json")
 
 
@@ -63,12 +65,6 @@ class JsonVocab(Mapping[str, int]):
             terms = json.loads(data)
             return dict(zip(terms, range(len(terms)), strict=True))
         return cls(data)
-
-    def expect(self, lookups: int) -> None:
-        """Many lookups to come (a file's chunks being embedded): decode the dict now, instead
-        of first scanning the bytes MAX_SCANS times (~1 ms each) and then decoding it anyway."""
-        if lookups > self.MAX_SCANS:
-            self._table()
 
     def as_dict(self) -> dict[str, int]:
         """The whole vocabulary as a dict (for many lookups: a build)."""
@@ -211,15 +207,36 @@ class StaticVectors:
         return self.embed_terms(code_terms(text))
 
     def embed_many(self, term_lists: Sequence[Sequence[str]]) -> np.ndarray:
-        """Embeddings of many documents, one row at a time: the same arithmetic for a document
-        whether it is embedded in a full build or alone in an incremental update."""
-        if isinstance(self.vocab, JsonVocab):
-            self.vocab.expect(sum(map(len, term_lists)))
-        out = np.zeros((len(term_lists), self.dim), dtype=np.float32)
-        for row, terms in enumerate(term_lists):
-            ids, w = self.term_weights(terms)
-            if len(ids):
-                out[row] = w @ self.vectors[ids].astype(np.float32)
+        """Embeddings of many documents (a file's chunks), each a function of its own terms
+        only, in `embed_terms`'s arithmetic: a document gets the same vector whether it is
+        embedded in a full build or alone in an incremental update. The lookups, weights and
+        table rows of all the documents are gathered at once; each row is one product."""
+        n = len(term_lists)
+        out = np.zeros((n, self.dim), dtype=np.float32)
+        vocab = self.vocab.as_dict() if isinstance(self.vocab, JsonVocab) else self.vocab
+        counted = [Counter(terms) for terms in term_lists]  # each document's terms, in order
+        sizes = np.fromiter(map(len, counted), dtype=np.int64, count=n)
+        total = int(sizes.sum())
+        ids = np.fromiter(
+            map(vocab.get, chain.from_iterable(counted), repeat(-1)), dtype=np.int64, count=total
+        )
+        counts = np.fromiter(
+            chain.from_iterable(c.values() for c in counted), dtype=np.int64, count=total
+        )
+        known = ids >= 0
+        ids, counts = ids[known], counts[known]
+        per_doc = np.bincount(np.repeat(np.arange(n), sizes)[known], minlength=n)
+        tf = (np.log(counts.astype(np.float64)) + 1.0).astype(np.float32)
+        w = tf * self.weights[ids] * self.scales[ids]
+        bounds = [0, *np.cumsum(per_doc).tolist()]
+        for start in range(0, n, EMBED_DOCS):  # blocks of documents bound the float rows
+            stop = min(start + EMBED_DOCS, n)
+            lo, hi = bounds[start], bounds[stop]
+            rows = self.vectors[ids[lo:hi]].astype(np.float32)
+            for d in range(start, stop):
+                a, b = bounds[d] - lo, bounds[d + 1] - lo
+                if b > a:
+                    out[d] = w[lo + a : lo + b] @ rows[a:b]
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         np.divide(out, norms, out=out, where=norms > 0)
         return out

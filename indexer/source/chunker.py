@@ -12,6 +12,8 @@ from __future__ import annotations
 from functools import cache
 from typing import Any
 
+import numpy as np
+
 from .chunks import Chunk, chunk_id, materialize
 from .datafiles import DATA_LANGUAGES, data_records
 from .generic import collect_generic
@@ -413,13 +415,10 @@ def chunk_file(path: str, language: str, blob: str, data: bytes) -> list[Chunk]:
 
 
 def _line_starts(data: bytes) -> list[int]:
-    starts = [0]
-    pos = data.find(b"\n")
-    while pos != -1:
-        starts.append(pos + 1)
-        pos = data.find(b"\n", pos + 1)
-    starts.append(len(data))
-    return starts
+    """The byte offset of every line, then len(data): one vectorised pass, not a find per line
+    (a build meets millions of lines)."""
+    newlines = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == 10)
+    return [0, *(newlines + 1).tolist(), len(data)]
 
 
 def path_stem(path: str) -> str:
