@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from indexer import Index
-from indexer.index import lexical_topk
+from indexer.index import lexical_topk, postings
 from indexer.index.build import build_index, update_index
 from indexer.index.lexical import top_rows
 from indexer.index.lexical_view import LexicalView
@@ -37,7 +37,8 @@ MODES: dict[str, dict[str, float]] = {
 @pytest.fixture(scope="module")
 def views(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Index]:
     """Three indexes of the same real code: 'streamed' (several segments laid end to end),
-    'updated' (an update deleted and rewrote files of older segments), 'merged' (one)."""
+    'updated' (an update deleted and rewrote files of older segments), 'merged' (one); and
+    each again with its postings read by pread ('..., pread')."""
     tmp = tmp_path_factory.mktemp("topk")
     repo = tmp / "repo"
     shutil.copytree(
@@ -65,6 +66,15 @@ def views(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Index]:
     assert len(out["streamed"].lexical.space.segments) > 3
     assert not out["updated"].lexical.space.concatenated
     assert len(out["merged"].lexical.space.segments) == 1
+    # The same indexes read with pread, as a large index's postings are (these are too small)
+    saved = postings.PREAD_MIN
+    postings.PREAD_MIN = 0
+    try:
+        for name, index in list(out.items()):
+            read = out[f"{name}, pread"] = Index(index.snapshot)
+            assert not any(source.mapped for source in read.lexical._sources)
+    finally:
+        postings.PREAD_MIN = saved
     return out
 
 
@@ -100,7 +110,9 @@ def assert_top_equals_exhaustive(
     np.testing.assert_array_equal(hits.coverage(others), coverage[others])
 
 
-@pytest.mark.parametrize("name", ["streamed", "updated", "merged"])
+@pytest.mark.parametrize(
+    "name", ["streamed", "updated", "merged", "streamed, pread", "updated, pread", "merged, pread"]
+)
 @settings(
     max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )

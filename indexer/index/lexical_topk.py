@@ -89,7 +89,6 @@ class TopN:
         # The postings read: row, value as stored, and the term's place in the order.
         self.rows = scratch.get("rows", total)
         self.raw = scratch.get("raw", total, self.stream.dtype)
-        self.place = scratch.get("place", total)  # each posting's term (place in the order)
         self.wide = scratch.get("wide", total, np.float64)  # contributions of [:full]
         self.full = 0
         self.kept: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # race: rows, place, c
@@ -146,7 +145,7 @@ class TopN:
     def _places(self, k: int, stop: int) -> np.ndarray:
         """place[...] of the postings of the terms order[k:stop] (k..stop-1 each)."""
         a, b = int(self.starts[k]), int(self.starts[stop])
-        place = self.place[a:b]
+        place = self.s.get("place", b - a)  # as long as the batch: used before the next one
         place.fill(0)
         place[self.starts[k + 1 : stop] - a] = 1
         place[0] = k
