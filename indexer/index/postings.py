@@ -16,7 +16,6 @@ import numpy as np
 
 from ..errors import CorruptIndexError
 from .integrity import REBUILD
-from .workers import fixed_heap
 
 # Smaller postings (an update's segment) are read through their map. Larger ones are read with
 # pread: through a map, each scattered part a query reads maps 64 KB around it (fault-around),
@@ -78,9 +77,6 @@ class Scratch:
     first touch (several microseconds each on a virtual machine), more than the arithmetic."""
 
     def __init__(self, n_rows: int) -> None:
-        # Queries allocate and free large temporaries: with glibc's dynamic threshold they end
-        # up in a heap that only grows (~7 MB more at 163k chunks)
-        fixed_heap()
         self.acc = np.zeros(n_rows)  # partial sums per row; all zero between queries
         self.stamp = np.zeros(n_rows, dtype=np.int64)  # any values (see `distinct`)
         self.flags = np.zeros(n_rows, dtype=np.uint8)  # rows asked about; zero between queries
