@@ -13,12 +13,15 @@ import anyio
 import numpy as np
 import pygit2
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from mcp import Client, StdioServerParameters
 
 from indexer import Index, build_index
 from indexer.index.build import update_index
 from indexer.index.segment_format import TEXT_BLOCKS, TEXTS, decompress_texts
 from indexer.search.savings import LOG_NAME, flush
+from indexer.source import secrets
 from indexer.source.gitsource import path_skip_reason
 from indexer.source.secrets import is_secret_path, redact
 
@@ -240,3 +243,27 @@ def test_updates_and_the_blob_cache_redact_too(make_repo: MakeRepo) -> None:
     for path in (root / ".git" / "indexer").rglob("*"):
         if path.is_file() and path.name != LOG_NAME:
             assert_no_secret(path.read_bytes())
+
+
+PIECES = [
+    *("password", "PASSWD", "pwd", "Secret", "token", "API_KEY", "apikey", "access_key"),
+    *("accessKey", "private_key", "PrivateKey", "export", "my_", "db.", "-x", " ", "  ", "\t"),
+    *("\n", "\n\n", "=", ":", ":=", "=>", '"', "'", "#", ";", "abc123XYZ9", "hunter2two"),
+    *("Zq9wE7rT5yU3", "[REDACTED:password]", "${X}", "x"),
+]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(PIECES), max_size=60))
+def test_password_rules_tried_where_they_can_start_equal_a_full_scan(pieces: list[str]) -> None:
+    """The password rules try only the positions where a match may begin (a key word, or the
+    start of its line): exactly what `pattern.sub` over every position gives."""
+    data = "".join(pieces).encode()
+    for rule in secrets.RULES:
+        starts = secrets._STARTS.get(rule[1])
+        if starts is None:
+            continue
+        fast: dict[str, int] = {}
+        full: dict[str, int] = {}
+        assert secrets._apply(rule, data, fast, starts(data)) == secrets._apply(rule, data, full)
+        assert fast == full
