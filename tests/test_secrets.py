@@ -267,3 +267,29 @@ def test_password_rules_tried_where_they_can_start_equal_a_full_scan(pieces: lis
         full: dict[str, int] = {}
         assert secrets._apply(rule, data, fast, starts(data)) == secrets._apply(rule, data, full)
         assert fast == full
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(
+            [*(t.decode() for t in secrets.TRIGGERS), "AKIA", "Ghp_", "a", "g", "\n", " ", "x_"]
+        ),
+        max_size=40,
+    )
+)
+def test_candidate_lines_are_the_lines_holding_a_trigger(pieces: list[str]) -> None:
+    """However the triggers are searched for, the lines the rules run on are those that hold
+    one (merged as before)."""
+    data = "".join(pieces).encode()
+    expected: list[tuple[int, int]] = []
+    start = 0
+    for line in data.split(b"\n"):
+        end = start + len(line)
+        if any(t in line.lower() for t in secrets.TRIGGERS):
+            if expected and start <= expected[-1][1] + secrets.MERGE_GAP:
+                expected[-1] = (expected[-1][0], end)
+            else:
+                expected.append((start, end))
+        start = end + 1
+    assert secrets._candidate_lines(data) == expected

@@ -276,18 +276,34 @@ def redact(data: bytes) -> tuple[bytes, dict[str, int]]:
 MERGE_GAP = 4096  # rules are line-local: fewer, larger regions cost less than many small ones
 
 
+# Triggers sharing their first letters are found in one regex pass (a few times faster than a
+# `find` per trigger); "private_key_id" lines are "private_key" lines. The same lines either way.
+_GROUPED = (re.compile(rb"a(?:kia|sia|gpa|ida|roa|npa|ipa)"), re.compile(rb"gh[pousr]_"))
+_SCANNED = tuple(
+    t for t in TRIGGERS if t != b"private_key_id" and not any(g.fullmatch(t) for g in _GROUPED)
+)
+
+
 def _candidate_lines(data: bytes) -> list[tuple[int, int]]:
     """Sorted, merged (start, end) spans of whole lines, covering every line with a trigger."""
     lower = data.lower()
     spans = []
-    for trigger in TRIGGERS:
+
+    def line_at(pos: int) -> tuple[int, int]:
+        end = lower.find(b"\n", pos)
+        return lower.rfind(b"\n", 0, pos) + 1, len(lower) if end == -1 else end
+
+    for trigger in _SCANNED:
         pos = lower.find(trigger)
         while pos != -1:
-            start = lower.rfind(b"\n", 0, pos) + 1
-            end = lower.find(b"\n", pos)
-            end = len(lower) if end == -1 else end
-            spans.append((start, end))
-            pos = lower.find(trigger, end)
+            spans.append(line_at(pos))
+            pos = lower.find(trigger, spans[-1][1])
+    for grouped in _GROUPED:
+        last = -1
+        for match in grouped.finditer(lower):
+            if match.start() > last:
+                spans.append(line_at(match.start()))
+                last = spans[-1][1]
     spans.sort()
     merged: list[tuple[int, int]] = []
     for start, end in spans:
