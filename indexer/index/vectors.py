@@ -8,7 +8,6 @@ and one frequency weight per row (SIF-style: frequent tokens weigh less). Embedd
 from __future__ import annotations
 
 import json
-import math
 import mmap
 import os
 from collections import Counter
@@ -188,10 +187,14 @@ class StaticVectors:
         counts = Counter(filter(vocab.__contains__, terms))
         n = len(counts)
         ids = np.fromiter(map(vocab.__getitem__, counts), dtype=np.int64, count=n)
-        # 1 + log(count) in float64, then float32: the arithmetic of a per-term Python loop
-        logs = np.fromiter(map(math.log, counts.values()), dtype=np.float64, count=n)
-        tf = (logs + 1.0).astype(np.float32)
-        return ids, tf * self.weights[ids] * self.scales[ids]
+        return ids, self._weights(ids, np.fromiter(counts.values(), dtype=np.int64, count=n))
+
+    def _weights(self, ids: np.ndarray, counts: np.ndarray) -> np.ndarray:
+        """Each term's weight: (1 + log(count in the text)) in float64, then float32, times its
+        row's frequency weight and scale."""
+        tf = (np.log(counts.astype(np.float64)) + 1.0).astype(np.float32)
+        weights: np.ndarray = tf * self.weights[ids] * self.scales[ids]
+        return weights
 
     def embed_terms(self, terms: Sequence[str]) -> np.ndarray:
         ids, w = self.term_weights(terms)
@@ -226,8 +229,7 @@ class StaticVectors:
         known = ids >= 0
         ids, counts = ids[known], counts[known]
         per_doc = np.bincount(np.repeat(np.arange(n), sizes)[known], minlength=n)
-        tf = (np.log(counts.astype(np.float64)) + 1.0).astype(np.float32)
-        w = tf * self.weights[ids] * self.scales[ids]
+        w = self._weights(ids, counts)
         bounds = [0, *np.cumsum(per_doc).tolist()]
         for start in range(0, n, EMBED_DOCS):  # blocks of documents bound the float rows
             stop = min(start + EMBED_DOCS, n)

@@ -375,8 +375,9 @@ def _apply(
 # alone gives sub's result exactly, and a region of common words ("token" in a tokenizer's
 # code) is no longer scanned position by position (~40 % of a build's secret scan).
 _STARTS: dict[re.Pattern[bytes], Callable[[bytes], list[int]]] = {
-    RULES[-2][1]: _key_starts,
-    RULES[-1][1]: _key_line_starts,
+    pattern: _key_starts if pattern.pattern.startswith(_KEY) else _key_line_starts
+    for kind, pattern, _, _ in RULES
+    if kind == "password"
 }
 
 
