@@ -24,6 +24,7 @@ from indexer.index.tokens import (
     path_terms,
     split_identifier,
     stem,
+    text_counts,
     text_terms,
 )
 from indexer.index.vectors import StaticVectors, default_table_dir
@@ -72,6 +73,20 @@ def test_one_pass_terms_equal_the_two_passes(text: str) -> None:
     dense, lexical = text_terms(text)
     assert dense == code_terms(text) == _reference_code_terms(text)
     assert lexical == lexical_terms(text) == [stem(t) for t in _reference_code_terms(text)]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from([*"aAbZz_09 .-\n(", "ing", "sed", "HTTP", "The", "fooBar", "x" * 70])
+    ).map("".join)
+)
+def test_terms_counted_per_word_equal_the_counted_term_lists(text: str) -> None:
+    """Postings and embeddings depend on the counts and on their order (first seen), both
+    exactly those of the term lists counted."""
+    dense, lexical = text_counts(text)
+    assert list(dense.items()) == list(Counter(code_terms(text)).items())
+    assert list(lexical.items()) == list(Counter(lexical_terms(text)).items())
 
 
 def test_worker_results_equal_the_stages_run_one_by_one(

@@ -25,8 +25,8 @@ DEFAULT_MAX_BYTES = 512 * 1024 * 1024
 class CachedFile:
     skip_reason: str | None
     records: list[dict[str, Any]]  # Chunk fields except id/path/blob/language
-    lexical: list[list[str]]  # path-independent BM25 terms per chunk
-    dense: list[list[str]]  # path-independent dense terms per chunk
+    lexical: list[dict[str, int]]  # path-independent BM25 term counts per chunk
+    dense: list[dict[str, int]]  # path-independent dense term counts per chunk
     redacted: dict[str, int] = field(default_factory=dict)  # secrets replaced, by kind
     fallback: str | None = None  # indexed as text because its format did not parse
 

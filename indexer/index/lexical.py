@@ -169,16 +169,17 @@ def top_rows(scores: np.ndarray, n: int) -> np.ndarray:
 
 
 def postings_of(
-    documents: Sequence[Sequence[str]], first_doc: int = 0
+    documents: Sequence[Sequence[str] | Mapping[str, int]], first_doc: int = 0
 ) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
-    """(term, document, term frequency) of every distinct term of every document, and lengths."""
+    """(term, document, term frequency) of every distinct term of every document (its terms,
+    or their counts in first-seen order), and lengths."""
     terms: list[str] = []
     docs: list[int] = []
     tfs: list[int] = []
     lengths = np.zeros(len(documents), dtype=np.float32)
     for i, doc_terms in enumerate(documents):
-        counts = Counter(doc_terms)
-        lengths[i] = len(doc_terms)
+        counts = doc_terms if isinstance(doc_terms, Mapping) else Counter(doc_terms)
+        lengths[i] = sum(counts.values())
         terms.extend(counts)
         docs.extend([first_doc + i] * len(counts))
         tfs.extend(counts.values())

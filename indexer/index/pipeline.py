@@ -14,7 +14,6 @@ directory.
 from __future__ import annotations
 
 import zlib
-from collections import Counter
 from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
@@ -34,7 +33,7 @@ from .graph.facts import EncodedFacts, encode_facts
 from .integrity import chunk_sum, meta_sum
 from .segment_format import TEXT_LEVEL
 from .segment_postings import MAX_TF
-from .tokens import text_terms
+from .tokens import add_counts, plus_terms, text_counts
 from .vectors import JsonVocab, StaticVectors
 from .workers import release_memory
 from .writer import meta_line, module_definitions, path_documents
@@ -95,12 +94,15 @@ class FileResult:
 # -- tokenising ----------------------------------------------------------------------------------
 
 
-def record_documents(record: dict[str, Any]) -> tuple[list[str], list[str]]:
-    """Path-independent BM25 and dense terms of one chunk record (text + symbol names), each
-    text tokenised once."""
-    dense, lexical = text_terms(record["text"])
-    names_dense, names_lexical = text_terms(f"{record['qualname']} {record['symbol']}")
-    return lexical + names_lexical * 2, dense + names_dense * 2
+def record_documents(record: dict[str, Any]) -> tuple[dict[str, int], dict[str, int]]:
+    """Path-independent BM25 and dense term counts of one chunk record (its text, then its
+    symbol names twice), in first-seen order: each text tokenised once, and counted as the
+    postings and the embedding count them."""
+    dense, lexical = text_counts(record["text"])
+    names_dense, names_lexical = text_counts(f"{record['qualname']} {record['symbol']}")
+    add_counts(lexical, names_lexical, 2)
+    add_counts(dense, names_dense, 2)
+    return lexical, dense
 
 
 def chunk_blob(data: bytes, path: str, language: str) -> tuple[CachedFile, Any]:
@@ -219,13 +221,12 @@ def _fill_rows(result: FileResult, chunks: list[Chunk], entry: CachedFile, table
         result.symbols.append(c.symbol)
         result.kinds.append(c.kind)
         result.defines.append(module_definitions(c.text) if c.kind in ("module", "cell") else "")
-        document = entry.lexical[i] + path_lexical
-        lengths[i] = len(document)
-        counts = Counter(document)
+        counts = plus_terms(entry.lexical[i], path_lexical)
+        lengths[i] = sum(counts.values())
         posting_terms.extend(counts)
         posting_tfs.extend(counts.values())
         per_chunk[i] = len(counts)
-        dense_docs.append(entry.dense[i] + path_dense)
+        dense_docs.append(plus_terms(entry.dense[i], path_dense))
     result.meta_z = zlib.compress(b"".join(metas), TRAVEL_LEVEL)
     # compressed here, as the segment stores it: the main process never holds the raw texts
     result.texts_z = zlib.compress(b"".join(texts), TEXT_LEVEL)
@@ -246,7 +247,7 @@ def _fill_rows(result: FileResult, chunks: list[Chunk], entry: CachedFile, table
     result.doc_lengths = lengths
     # float16, encoded to the segment's codes by the writer with the ranges of the segments it
     # joins (an update's base); the table's own ranges cost ~0.1 s to compute
-    result.vectors = table.embed_many(dense_docs).astype(np.float16)
+    result.vectors = table.embed_counts(dense_docs).astype(np.float16)
 
 
 def graph_facts(path: str, blob: str, data: bytes, chunks: list[Chunk], tree: Any = None) -> Any:

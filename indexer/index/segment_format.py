@@ -65,11 +65,15 @@ def write_lines(path: Path, values: list[str]) -> None:
     """A text column: one value per line (values never hold a newline: it becomes a space),
     and where each line starts (the last entry is the file's size + 1, as if it ended with a
     newline), so a reader opens it without scanning it."""
-    encoded = [v.replace("\n", " ").encode("utf-8") for v in values]
-    data = b"\n".join(encoded)
+    text = "\n".join(values)
+    if text.count("\n") != max(len(values) - 1, 0):  # a value holds a newline (rare)
+        text = "\n".join(v.replace("\n", " ") for v in values)
+    data = text.encode("utf-8")
     path.write_bytes(data)
-    starts = np.zeros(len(encoded) + 1, dtype=np.int64)
-    np.cumsum([len(v) + 1 for v in encoded], out=starts[1:])
+    # line i starts after the i-th newline: one scan of the bytes, not a length per value
+    newlines = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == 10)
+    tail = [len(data) + 1] if values else []
+    starts = np.concatenate([[0], newlines + 1, tail]).astype(np.int64)
     dtype = np.uint32 if len(data) < 1 << 32 else np.int64
     np.save(line_starts_path(path), starts.astype(dtype))
 

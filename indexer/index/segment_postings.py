@@ -29,7 +29,7 @@ class Postings:
 
 
 def merged_postings(
-    fresh_terms: list[list[str]],
+    fresh_terms: list[dict[str, int]],
     fresh_rows: list[int],
     built: list[tuple[int, Any]],
     copied_rows: Iterable[tuple[Segment, list[np.ndarray], list[int]]],

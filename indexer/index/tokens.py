@@ -9,8 +9,12 @@ from __future__ import annotations
 
 import functools
 import re
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from itertools import chain
+from typing import TypeVar
+
+V = TypeVar("V")
 
 # An identifier-like run: letters, digits, underscores (kebab-case is split by the regex itself).
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9]+[A-Za-z_][A-Za-z0-9_]*|[0-9]+")
@@ -122,15 +126,15 @@ def iter_words(text: str) -> Iterator[str]:
 WORD_CACHE = 1 << 14
 
 
-class _WordCache(dict[str, tuple[str, ...]]):
+class _WordCache(dict[str, V]):
     """word -> its terms: a hit is one dict lookup in C (an lru_cache also moves the entry in
     its list); full, it is emptied (the frequent words come back at once)."""
 
-    def __init__(self, make: Callable[[str], tuple[str, ...]]) -> None:
+    def __init__(self, make: Callable[[str], V]) -> None:
         super().__init__()
         self.make = make
 
-    def __missing__(self, word: str) -> tuple[str, ...]:
+    def __missing__(self, word: str) -> V:
         if len(self) >= WORD_CACHE:
             self.clear()
         value = self[word] = self.make(word)
@@ -158,6 +162,16 @@ _word_terms = _WordCache(_terms_of).__getitem__
 _word_lexical = _WordCache(lambda word: tuple(stem(t) for t in _word_terms(word))).__getitem__
 
 
+def _both_of(word: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    code = _terms_of(word)
+    return code, tuple(stem(t) for t in code)
+
+
+# A build's tokeniser (`text_counts`): both term tuples of a word from one lookup (64k entries
+# measured no faster than 16k in a worker).
+_word_both = _WordCache(_both_of)
+
+
 def code_terms(text: str) -> list[str]:
     """Lowercased identifier parts plus whole compound identifiers, minus stopwords (unstemmed)."""
     return list(chain.from_iterable(map(_word_terms, _WORD.findall(text))))
@@ -171,6 +185,38 @@ def text_terms(text: str) -> tuple[list[str], list[str]]:
         list(chain.from_iterable(map(_word_terms, words))),
         list(chain.from_iterable(map(_word_lexical, words))),
     )
+
+
+def text_counts(text: str) -> tuple[dict[str, int], dict[str, int]]:
+    """(code term counts, lexical term counts) of a text: `Counter(code_terms(text))` and
+    `Counter(lexical_terms(text))`, the same terms in the same (first-seen) order, counted per
+    distinct word: a text repeats its words, so a build expands each word once per chunk."""
+    code: dict[str, int] = {}
+    lexical: dict[str, int] = {}
+    both = _word_both
+    for word, n in Counter(_WORD.findall(text)).items():
+        # a term's first word is the first word that holds it: the lists' first-seen order
+        word_code, word_lexical = both[word]
+        for term in word_code:
+            code[term] = code.get(term, 0) + n
+        for term in word_lexical:
+            lexical[term] = lexical.get(term, 0) + n
+    return code, lexical
+
+
+def add_counts(into: dict[str, int], counts: dict[str, int], times: int = 1) -> None:
+    """`into` += `times` x `counts`, new terms appended in `counts`' order (Counter's `update`
+    of the concatenated lists)."""
+    for term, n in counts.items():
+        into[term] = into.get(term, 0) + times * n
+
+
+def plus_terms(counts: dict[str, int], terms: Iterable[str]) -> dict[str, int]:
+    """A copy of `counts` that counts `terms` too, new ones appended in their order."""
+    out = dict(counts)
+    for term in terms:
+        out[term] = out.get(term, 0) + 1
+    return out
 
 
 def stem(term: str) -> str:

@@ -212,12 +212,16 @@ class StaticVectors:
     def embed_many(self, term_lists: Sequence[Sequence[str]]) -> np.ndarray:
         """Embeddings of many documents (a file's chunks), each a function of its own terms
         only, in `embed_terms`'s arithmetic: a document gets the same vector whether it is
-        embedded in a full build or alone in an incremental update. The lookups, weights and
-        table rows of all the documents are gathered at once; each row is one product."""
-        n = len(term_lists)
+        embedded in a full build or alone in an incremental update."""
+        return self.embed_counts([Counter(terms) for terms in term_lists])
+
+    def embed_counts(self, counted: Sequence[Mapping[str, int]]) -> np.ndarray:
+        """`embed_many` of documents given as their term counts in first-seen order (what
+        Counter makes of their terms). The lookups, weights and table rows of all the
+        documents are gathered at once; each row is one product."""
+        n = len(counted)
         out = np.zeros((n, self.dim), dtype=np.float32)
         vocab = self.vocab.as_dict() if isinstance(self.vocab, JsonVocab) else self.vocab
-        counted = [Counter(terms) for terms in term_lists]  # each document's terms, in order
         sizes = np.fromiter(map(len, counted), dtype=np.int64, count=n)
         total = int(sizes.sum())
         ids = np.fromiter(

@@ -27,7 +27,7 @@ from .segment import Segment
 from .segment_data import SegmentData
 from .segment_format import TEXT_LEVEL
 from .segment_postings import merged_postings, own_scores
-from .tokens import path_terms, stem
+from .tokens import path_terms, plus_terms, stem
 from .vectors import StaticVectors
 
 
@@ -79,8 +79,8 @@ class _Parts:
     symbols: list[str] = field(default_factory=list)
     kinds: list[str] = field(default_factory=list)
     defines: list[str] = field(default_factory=list)
-    fresh_terms: list[list[str]] = field(default_factory=list)
-    fresh_dense: list[list[str]] = field(default_factory=list)
+    fresh_terms: list[dict[str, int]] = field(default_factory=list)  # term counts per row
+    fresh_dense: list[dict[str, int]] = field(default_factory=list)
     fresh_rows: list[int] = field(default_factory=list)
     copied: dict[int, tuple[Segment, list[np.ndarray], list[int]]] = field(default_factory=dict)
     built: list[tuple[int, Any]] = field(default_factory=list)  # (first row, FileResult)
@@ -133,8 +133,8 @@ def _add_fresh(parts: _Parts, f: FreshFile, file_index: int, row: int) -> int:
         parts.symbols.append(c.symbol)
         parts.kinds.append(c.kind)
         parts.defines.append(module_definitions(c.text) if c.kind in ("module", "cell") else "")
-        parts.fresh_terms.append(f.entry.lexical[i] + path_lex)
-        parts.fresh_dense.append(f.entry.dense[i] + path_dense)
+        parts.fresh_terms.append(plus_terms(f.entry.lexical[i], path_lex))
+        parts.fresh_dense.append(plus_terms(f.entry.dense[i], path_dense))
         parts.fresh_rows.append(row + i)
     parts.texts.append(b"".join(texts))
     parts.blocks.append(None)
@@ -332,6 +332,6 @@ def _dense(parts: _Parts, table: StaticVectors, n_rows: int, codec: Codec | None
         row += len(block)
     if parts.fresh_dense:
         rows = np.asarray(parts.fresh_rows, dtype=np.int64)
-        fresh = table.embed_many(parts.fresh_dense).astype(np.float16)
+        fresh = table.embed_counts(parts.fresh_dense).astype(np.float16)
         codes[rows] = encode(fresh.astype(np.float32), ranges)
     return DenseIndex.of_codes(codes, codec)

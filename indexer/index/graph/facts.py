@@ -47,8 +47,26 @@ KIND_NAMES = {v: k for k, v in KIND_CODES.items()}
 
 def name_key(tag: str, name: str) -> int:
     """Stable signed 64-bit key of a tagged name (collisions only widen a lookup)."""
-    digest = blake2b(f"{tag}\0{name}".encode(), digest_size=8).digest()
+    return _keys[f"{tag}\0{name}"]
+
+
+def _key_of(tagged: str) -> int:
+    digest = blake2b(tagged.encode(), digest_size=8).digest()
     return int.from_bytes(digest, "little", signed=True)
+
+
+class _KeyCache(dict[str, int]):
+    """Tagged name -> key: files call, import and define the same names (`c\0append`) over
+    and over. Emptied when full, like the tokeniser's word caches."""
+
+    def __missing__(self, tagged: str) -> int:
+        if len(self) >= 1 << 14:
+            self.clear()
+        key = self[tagged] = _key_of(tagged)
+        return key
+
+
+_keys = _KeyCache()
 
 
 def _components(text: str) -> list[str]:
