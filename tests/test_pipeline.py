@@ -20,6 +20,7 @@ from indexer.index.segment_format import TEXT_LEVEL
 from indexer.index.tokens import (
     STOPWORDS,
     code_terms,
+    iter_words,
     lexical_terms,
     path_terms,
     split_identifier,
@@ -73,6 +74,16 @@ def test_one_pass_terms_equal_the_two_passes(text: str) -> None:
     dense, lexical = text_terms(text)
     assert dense == code_terms(text) == _reference_code_terms(text)
     assert lexical == lexical_terms(text) == [stem(t) for t in _reference_code_terms(text)]
+
+
+@given(st.lists(st.sampled_from([*"aZ_09 .-\n(é", "ǅ", "x" * 70])).map("".join))
+def test_words_are_the_runs_of_the_three_word_shapes(text: str) -> None:
+    """The tokeniser's one-class word pattern finds what identifier | digits + identifier |
+    digits found (ASCII only: `é` splits a word as before)."""
+    import re
+
+    three = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9]+[A-Za-z_][A-Za-z0-9_]*|[0-9]+")
+    assert list(iter_words(text)) == [w for w in three.findall(text) if len(w) <= 64]
 
 
 @settings(max_examples=200, deadline=None)

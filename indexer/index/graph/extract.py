@@ -24,6 +24,7 @@ from .model import JS_LANGUAGES, FileGraph, symbols_from_chunks
 from .syntax import class_at, matches_by_child, text
 
 _SELF_NAMES = frozenset({"self", "this", "cls", "@"})
+_DOTTED_NAME = re.compile(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*")
 
 _CALL_PATTERNS: dict[str, list[str]] = {
     # One pattern with an alternation: the same matches, in the same order, as one pattern
@@ -125,7 +126,7 @@ def _receiver(node: Any, data: bytes, self_name: str) -> str:
         return "self"
     if node.type == "super" or written in ("super", "super()"):
         return "super"
-    if re.fullmatch(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*", written):
+    if _DOTTED_NAME.fullmatch(written):
         return written
     return "?"  # an expression (call result, subscript, ...): unknown type
 

@@ -47,12 +47,17 @@ KIND_NAMES = {v: k for k, v in KIND_CODES.items()}
 
 def name_key(tag: str, name: str) -> int:
     """Stable signed 64-bit key of a tagged name (collisions only widen a lookup)."""
-    return _keys[f"{tag}\0{name}"]
+    tagged = f"{tag}\0{name}"
+    return _key_of(tagged) if tag in _UNIQUE_TAGS else _keys[tagged]
 
 
 def _key_of(tagged: str) -> int:
     digest = blake2b(tagged.encode(), digest_size=8).digest()
     return int.from_bytes(digest, "little", signed=True)
+
+
+# chunk ids and qualified names: one file each, never looked up twice by a build
+_UNIQUE_TAGS = frozenset("kq")
 
 
 class _KeyCache(dict[str, int]):
