@@ -143,3 +143,18 @@ def test_text_windows_overlap_and_are_bounded() -> None:
 
 def test_empty_file_gives_no_chunks() -> None:
     assert chunk_file("empty.py", "python", "b", b"") == []
+
+
+def test_a_chunk_record_holds_its_fields_in_field_order() -> None:
+    """Metadata lines (and so the stored bytes and their sums) follow the field order; `cell`
+    appears only for notebook chunks."""
+    from dataclasses import fields, replace
+
+    from indexer.source.chunks import Chunk
+
+    chunk = chunk_file("billing/invoice.py", "python", "b" * 40, PYTHON_BILLING.encode())[0]
+    names = [f.name for f in fields(Chunk)]
+    assert list(chunk.to_dict()) == [n for n in names if n != "cell"]
+    assert chunk.to_dict() == {n: getattr(chunk, n) for n in names if n != "cell"}
+    in_cell = replace(chunk, cell=3)
+    assert list(in_cell.to_dict()) == names and in_cell.to_dict()["cell"] == 3

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any
 
 from ..digests import blake2b
@@ -28,14 +28,12 @@ class Chunk:
 
     def to_dict(self) -> dict[str, Any]:
         # Every field is a scalar: a plain copy, not asdict's recursive one (a build calls this
-        # once per chunk).
-        data = {name: getattr(self, name) for name in _FIELDS}
+        # once per chunk). The instance dict holds exactly the fields, in field order (the
+        # dataclass's __init__ sets them in that order; frozen: nothing else is set).
+        data = dict(self.__dict__)
         if data["cell"] is None:
             del data["cell"]  # records of other files stay as they were
         return data
-
-
-_FIELDS = tuple(f.name for f in fields(Chunk))
 
 
 def chunk_id(path: str, kind: str, qualname: str, ordinal: int) -> str:
