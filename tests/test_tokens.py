@@ -28,3 +28,14 @@ def test_light_stemming_conflates_inflections() -> None:
 def test_path_terms_find_oauth2_in_paths() -> None:
     terms = path_terms("fastapi/security/oauth2.py")
     assert {"fastapi", "security", "oauth2", "oauth"} <= set(terms)
+
+
+def test_a_clearing_cache_makes_each_key_once_and_empties_when_full() -> None:
+    from indexer.caches import ClearingCache
+
+    made: list[str] = []
+    cache = ClearingCache(lambda key: made.append(key) or key.upper(), entries=2)
+    assert [cache["a"], cache["b"], cache["a"]] == ["A", "B", "A"]
+    assert made == ["a", "b"]
+    assert cache["c"] == "C" and list(cache) == ["c"]  # full: emptied, then the new key
+    assert cache["a"] == "A" and made == ["a", "b", "c", "a"]

@@ -10,11 +10,10 @@ from __future__ import annotations
 import functools
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from itertools import chain
-from typing import TypeVar
 
-_Value = TypeVar("_Value")
+from ..caches import ClearingCache
 
 # An identifier-like run: letters, digits, underscores (kebab-case is split by the regex itself).
 # It was three alternatives (identifier, digits + identifier, digits); their union is every
@@ -123,26 +122,6 @@ def iter_words(text: str) -> Iterator[str]:
             yield word
 
 
-# Words follow Zipf's law: 16k entries (emptied when full) miss 1 lookup in 20 on a large corpus
-# and keep a build worker's caches near 10 MiB instead of growing to ~130 MiB.
-WORD_CACHE = 1 << 14
-
-
-class _WordCache(dict[str, _Value]):
-    """word -> its terms: a hit is one dict lookup in C (an lru_cache also moves the entry in
-    its list); full, it is emptied (the frequent words come back at once)."""
-
-    def __init__(self, make: Callable[[str], _Value]) -> None:
-        super().__init__()
-        self.make = make
-
-    def __missing__(self, word: str) -> _Value:
-        if len(self) >= WORD_CACHE:
-            self.clear()
-        value = self[word] = self.make(word)
-        return value
-
-
 def _terms_of(word: str) -> tuple[str, ...]:
     """The code terms one word contributes (cached: a build meets few distinct words)."""
     if len(word) > _MAX_WORD:
@@ -160,8 +139,8 @@ def _terms_of(word: str) -> tuple[str, ...]:
     return tuple(out)
 
 
-_word_terms = _WordCache(_terms_of).__getitem__
-_word_lexical = _WordCache(lambda word: tuple(stem(t) for t in _word_terms(word))).__getitem__
+_word_terms = ClearingCache(_terms_of).__getitem__
+_word_lexical = ClearingCache(lambda word: tuple(stem(t) for t in _word_terms(word))).__getitem__
 
 
 def _both_of(word: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -171,7 +150,7 @@ def _both_of(word: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
 
 # A build's tokeniser (`text_counts`): both term tuples of a word from one lookup (64k entries
 # measured no faster than 16k in a worker).
-_word_both = _WordCache(_both_of)
+_word_both = ClearingCache(_both_of)
 
 
 def code_terms(text: str) -> list[str]:

@@ -47,7 +47,7 @@ WINDOW_OVERLAP = 8
 
 class _FileChunker:
     """Chunks one file's bytes. Path-independent except for `stem` (module chunks' name), so
-    results can be cached by blob and reused under another path (see blobcache.py)."""
+    results can be reused for the same blob under another path (index/blobcache.py)."""
 
     def __init__(self, stem: str, data: bytes) -> None:
         self.stem = stem

@@ -29,9 +29,9 @@ from typing import Any
 
 import numpy as np
 
-from ...digests import blake2b
 from ...errors import CorruptIndexError
 from .model import JS_LANGUAGES, FileGraph, short_name
+from .name_keys import name_key
 
 FACTS_VERSION = 2
 FACTS_META = "graph_facts.json"
@@ -43,35 +43,6 @@ FACTS_VALUES = "graph_facts_values.npy"
 FACTS_FILE_NAMES = (FACTS_META, FACTS_LINES, FACTS_OFFSETS, FACTS_KEYS, FACTS_VALUES)
 KIND_CODES = {"function": 1, "method": 2, "class": 3}
 KIND_NAMES = {v: k for k, v in KIND_CODES.items()}
-
-
-def name_key(tag: str, name: str) -> int:
-    """Stable signed 64-bit key of a tagged name (collisions only widen a lookup)."""
-    tagged = f"{tag}\0{name}"
-    return _key_of(tagged) if tag in _UNIQUE_TAGS else _keys[tagged]
-
-
-def _key_of(tagged: str) -> int:
-    digest = blake2b(tagged.encode(), digest_size=8).digest()
-    return int.from_bytes(digest, "little", signed=True)
-
-
-# chunk ids and qualified names: one file each, never looked up twice by a build
-_UNIQUE_TAGS = frozenset("kq")
-
-
-class _KeyCache(dict[str, int]):
-    """Tagged name -> key: files call, import and define the same names (`c\0append`) over
-    and over. Emptied when full, like the tokeniser's word caches."""
-
-    def __missing__(self, tagged: str) -> int:
-        if len(self) >= 1 << 14:
-            self.clear()
-        key = self[tagged] = _key_of(tagged)
-        return key
-
-
-_keys = _KeyCache()
 
 
 def _components(text: str) -> list[str]:
