@@ -166,6 +166,15 @@ class LexicalView:
         self._df[term] = total
         return total
 
+    def without_common(self, terms: Sequence[str], share: float) -> list[str]:
+        """`terms` without those more than `share` of the live rows have, as Elasticsearch's
+        `cutoff_frequency` sets a long query's common words apart: they hold most of its
+        postings and little of any score. Terms no row has stay (coverage counts them); if
+        every term is common, all stay."""
+        limit = share * self.n_docs
+        kept = [t for t in terms if self.df(t) <= limit]
+        return kept if kept else list(terms)
+
     def term_id(self, term: str) -> int | None:
         """An id for `lexical.idf[...]`, or None when no live row has the term."""
         if term not in self._ids:

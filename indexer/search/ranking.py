@@ -29,7 +29,8 @@ def rank(
     if len(index) == 0:
         return []  # an empty index (nothing indexable): FAISS cannot search for 0 results
     n_cand = min(int(cfg["candidates"]), len(index))
-    weights = cfg["retriever_weights"][q.kind(int(cfg["long_query_words"]))]
+    kind = q.kind(int(cfg["long_query_words"]))
+    weights = cfg["retriever_weights"][kind]
 
     boosts = q.term_weights(float(cfg["query"]["salient"]), float(cfg["query"]["prose"]))
     single = len(retrievers) == 1  # a retriever alone (ablations) keeps its full weight
@@ -59,10 +60,14 @@ def rank(
     if "bm25" in retrievers and q.title_lexical and w_title > 0 and not single:
         # A report's title is a short question inside it: its own BM25 list.
         title = index.lexical.top(q.title_lexical, {}, n_cand, allowed).rows
+    lexical = q.lexical
+    common = float(cfg["query"]["common_df"])
+    if kind == "long" and common > 0:  # a report's common words: most postings, no ranking
+        lexical = index.lexical.without_common(lexical, common)
     # BM25's top rows, pruned (indexer/index/lexical_topk.py), with the keyword coverage of
     # every row the lists above may bring in.
     bm25 = index.lexical.top(
-        q.lexical, boosts, n_cand, allowed, also=np.concatenate([exact, title, top_dense])
+        lexical, boosts, n_cand, allowed, also=np.concatenate([exact, title, top_dense])
     )
     top_bm25 = bm25.rows
     lists: list[tuple[np.ndarray, float]] = []
