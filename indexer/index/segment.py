@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import CorruptIndexError
-from . import integrity
+from . import defined_names, integrity
 from .columns import Lines
 from .dense import FILES as DENSE_FILES
 from .dense import DenseIndex
@@ -253,6 +253,21 @@ class Segment:
     @cached_property
     def defines(self) -> Sequence[str]:
         return Lines(self._path("defines.txt"), self.n_rows, keep=False)
+
+    @cached_property
+    def defined_names(self) -> tuple[np.ndarray, np.ndarray]:
+        """(keys, rows) of the names its rows define (indexer/index/defined_names.py)."""
+        if self.directory is None:  # in memory (a working-tree overlay): made here
+            return defined_names.table(self.symbols, self.defines)
+        keys: np.ndarray = np.load(
+            self._path(defined_names.KEYS), allow_pickle=False, mmap_mode="r"
+        )
+        rows: np.ndarray = np.load(
+            self._path(defined_names.ROWS), allow_pickle=False, mmap_mode="r"
+        )
+        if not defined_names.valid(keys, rows):
+            raise CorruptIndexError(f"index file {defined_names.KEYS} is damaged; {REBUILD}")
+        return keys, rows
 
     def meta_bytes(self, start: int, end: int) -> bytes:
         meta_off = self.offsets[0]

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from . import defined_names
 from .dense import DenseIndex
 from .graph.facts import EncodedFacts, write_facts
 from .graph.model import FileGraph
@@ -88,6 +89,9 @@ class SegmentData:
         write_lines(directory / "symbols.txt", self.symbols)
         write_lines(directory / "kinds.txt", self.kinds)
         write_lines(directory / "defines.txt", self.defines)
+        keys, rows = defined_names.table(self.symbols, self.defines)
+        np.save(directory / defined_names.KEYS, keys)
+        np.save(directory / defined_names.ROWS, rows)
         write_lines(directory / "bm25_terms.txt", self.terms)
         np.save(directory / "bm25_indptr.npy", np.asarray(self.indptr, dtype=np.int64))
         np.save(directory / "bm25_docs.npy", np.asarray(self.docs, dtype=np.int32))

@@ -3,10 +3,11 @@ compressed-text encodings, and the digest every file is listed with in `segment.
 
 A segment holds, for its files in path order: the chunk store (one JSON metadata line and the
 text of each chunk, with offsets and per-chunk digests), per-chunk columns (FAISS id, file,
-flags, symbol, kind, module-level names), the BM25 postings with RAW term frequencies and
-document lengths (scores need the statistics of every live segment, so they are computed at
-query time: indexer/index/lexical_view.py), the chunk vectors as 8-bit codes and 4-bit
-compact codes (indexer/index/dense.py), and the files' graph facts. Tables with one entry per
+flags, symbol, kind, module-level names), the table of the names each chunk defines, the BM25
+postings with RAW term frequencies and document lengths (scores need the statistics of every
+live segment, so they are computed at query time: indexer/index/lexical_view.py), the chunk
+vectors as 8-bit codes and 4-bit compact codes (indexer/index/dense.py), and the files' graph
+facts. Tables with one entry per
 chunk, file or term are .npy arrays or newline-separated text columns (memory-mapped, read
 lazily), never per-entry JSON. `segment.json` lists every file with its size and sha256;
 loading never executes code (no pickle).
@@ -25,14 +26,16 @@ import numpy as np
 
 from ..digests import sha256
 from ..errors import CorruptIndexError
+from .defined_names import FILES as DEFINED_FILES
 from .dense import FILES as DENSE_FILES
 from .graph.facts import FACTS_FILE_NAMES
 from .integrity import REBUILD
 
 # 4: vectors as plain uint8 codes (dense_codes.npy), no FAISS file; 5: + 4-bit compact codes
 # (dense_pq.npy), and each text column's line starts beside it (`<column>_lines.npy`); 6: graph
-# facts as one zlib block per file (graph_facts_z.bin)
-SEGMENT_FORMAT = 6
+# facts as one zlib block per file (graph_facts_z.bin); 7: the defined names' table
+# (defined_keys.npy, defined_rows.npy: indexer/index/defined_names.py)
+SEGMENT_FORMAT = 7
 SEGMENT_MANIFEST = "segment.json"
 TEXTS = "texts_z.bin"  # chunk texts, one zlib block per file (code compresses ~5x)
 TEXT_BLOCKS = "text_blocks.npy"  # int64 (files + 1): where each file's block starts in TEXTS
@@ -52,6 +55,7 @@ REQUIRED_FILES = frozenset(
         "chunks.jsonl",
         TEXTS,
         *DENSE_FILES,
+        *DEFINED_FILES,
         *FACTS_FILE_NAMES,
     }
 )
