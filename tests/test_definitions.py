@@ -77,3 +77,35 @@ def tmp_index(root: Path) -> Index:
     out = root.parent / (root.name + "-full")
     build_index(root, index_dir=out, progress=False)
     return Index.open(root, index_dir=out, worktree=False)
+
+
+def test_the_stored_table_is_the_same_in_every_process(make_repo: MakeRepo) -> None:
+    """The segment's keys are CRC-32s, not `hash` (randomised per process): searches with
+    other hash seeds find the same definitions, and the table is what its columns give."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from indexer.index import defined_names
+
+    root: Path = make_repo(FILES)
+    build_index(root, progress=False)
+    index = Index.open(root, worktree=False)
+    (segment,) = index.space.segments
+    keys, rows = segment.defined_names
+    want_keys, want_rows = defined_names.table(list(segment.symbols), list(segment.defines))
+    assert keys.tolist() == want_keys.tolist() and rows.tolist() == want_rows.tolist()
+    found = []
+    for seed in ("1", "2"):
+        env = dict(os.environ, PYTHONHASHSEED=seed, INDEXER_SERVE="0")
+        out = subprocess.run(
+            [sys.executable, "-m", "indexer", "search", "make_circle", "--json", "-k", "3"],
+            cwd=root,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        found.append([(r["path"], r["symbol"]) for r in json.loads(out)])
+    assert found[0] == found[1] and found[0][0] == ("pkg/shapes.py", "make_circle")
