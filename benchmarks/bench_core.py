@@ -139,6 +139,8 @@ def build(git_dir: Path, index_dir: Path, env: dict[str, str] | None = None) -> 
         capture_output=True,
         text=True,
         env=env,
+        # `-m` puts the working directory first on sys.path: a baseline builds with its own code
+        cwd=(env or {}).get("INDEXER_BENCH_SRC"),
     )
     seconds = time.perf_counter() - start
     if proc.returncode != 0:

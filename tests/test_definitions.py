@@ -93,9 +93,10 @@ def test_the_stored_table_is_the_same_in_every_process(make_repo: MakeRepo) -> N
     build_index(root, progress=False)
     index = Index.open(root, worktree=False)
     (segment,) = index.space.segments
-    keys, rows = segment.defined_names
-    want_keys, want_rows = defined_names.table(list(segment.symbols), list(segment.defines))
+    keys, rows, unique = segment.defined_names
+    want_keys, want_rows, _ = defined_names.table(list(segment.symbols), list(segment.defines))
     assert keys.tolist() == want_keys.tolist() and rows.tolist() == want_rows.tolist()
+    assert unique  # every key one name: one row checked per key
     found = []
     for seed in ("1", "2"):
         env = dict(os.environ, PYTHONHASHSEED=seed, INDEXER_SERVE="0")
@@ -109,3 +110,15 @@ def test_the_stored_table_is_the_same_in_every_process(make_repo: MakeRepo) -> N
         ).stdout
         found.append([(r["path"], r["symbol"]) for r in json.loads(out)])
     assert found[0] == found[1] and found[0][0] == ("pkg/shapes.py", "make_circle")
+
+
+def test_a_segment_whose_keys_collide_checks_every_row(make_repo: MakeRepo) -> None:
+    """Where two names of a segment share a key (`defined_unique` false), each row found is
+    checked against its own names: the same rows as a plain dictionary."""
+    root: Path = make_repo(FILES)
+    build_index(root, progress=False)
+    index = Index.open(root, worktree=False)
+    (segment,) = index.space.segments
+    keys, rows, _ = segment.defined_names
+    segment.__dict__["defined_names"] = (keys, rows, False)  # as a colliding segment reads
+    assert_defining_rows_match(index)

@@ -255,8 +255,9 @@ class Segment:
         return Lines(self._path("defines.txt"), self.n_rows, keep=False)
 
     @cached_property
-    def defined_names(self) -> tuple[np.ndarray, np.ndarray]:
-        """(keys, rows) of the names its rows define (indexer/index/defined_names.py)."""
+    def defined_names(self) -> tuple[np.ndarray, np.ndarray, bool]:
+        """(keys, rows, one name a key) of the names its rows define
+        (indexer/index/defined_names.py)."""
         if self.directory is None:  # in memory (a working-tree overlay): made here
             return defined_names.table(self.symbols, self.defines)
         keys: np.ndarray = np.load(
@@ -267,7 +268,7 @@ class Segment:
         )
         if not defined_names.valid(keys, rows):
             raise CorruptIndexError(f"index file {defined_names.KEYS} is damaged; {REBUILD}")
-        return keys, rows
+        return keys, rows, self.manifest.get(defined_names.UNIQUE) is True
 
     def meta_bytes(self, start: int, end: int) -> bytes:
         meta_off = self.offsets[0]

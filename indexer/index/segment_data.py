@@ -89,7 +89,7 @@ class SegmentData:
         write_lines(directory / "symbols.txt", self.symbols)
         write_lines(directory / "kinds.txt", self.kinds)
         write_lines(directory / "defines.txt", self.defines)
-        keys, rows = defined_names.table(self.symbols, self.defines)
+        keys, rows, unique = defined_names.table(self.symbols, self.defines)
         np.save(directory / defined_names.KEYS, keys)
         np.save(directory / defined_names.ROWS, rows)
         write_lines(directory / "bm25_terms.txt", self.terms)
@@ -114,6 +114,7 @@ class SegmentData:
             "files": len(self.paths),
             "chunks": len(self.fids),
             "postings": len(self.docs),
+            defined_names.UNIQUE: unique,
             "artifacts": files,
         }
         (directory / SEGMENT_MANIFEST).write_text(json.dumps(manifest, indent=1), "utf-8")
