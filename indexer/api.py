@@ -317,7 +317,7 @@ class Index(GenerationView):
     def _definitions(self) -> DefinitionTable:
         from .search.definitions import DefinitionTable
 
-        return DefinitionTable(self.space, self.row_columns)
+        return DefinitionTable(self.space)
 
     def defining_rows(self, names: set[str]) -> np.ndarray:
         """Rows that define one of `names` exactly (definitions before module-level names)."""

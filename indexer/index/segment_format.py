@@ -7,10 +7,9 @@ flags, symbol, kind, module-level names), the table of the names each chunk defi
 postings with RAW term frequencies and document lengths (scores need the statistics of every
 live segment, so they are computed at query time: indexer/index/lexical_view.py), the chunk
 vectors as 8-bit codes and 4-bit compact codes (indexer/index/dense.py), and the files' graph
-facts. Tables with one entry per
-chunk, file or term are .npy arrays or newline-separated text columns (memory-mapped, read
-lazily), never per-entry JSON. `segment.json` lists every file with its size and sha256;
-loading never executes code (no pickle).
+facts. Tables with one entry per chunk, file or term are .npy arrays or newline-separated text
+columns (memory-mapped, read lazily), never per-entry JSON. `segment.json` lists every file
+with its size and sha256; loading never executes code (no pickle).
 """
 
 from __future__ import annotations

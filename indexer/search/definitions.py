@@ -4,9 +4,9 @@ Each segment stores the names its rows define as sorted (key, row) arrays
 (indexer/index/defined_names.py): a lookup reads a few pages of each segment's table, maps the
 rows it finds to global rows (deleted ones dropped) and checks them against their own names
 (one row per key where a segment's keys each stand for one name), so the rows are exactly those
-of a name -> rows dictionary (tests/test_definitions.py). Nothing is
-built per process: a dict of lists took ~23 MB at 163k chunks, and a table of hashes built on
-the first identifier query 0.45 s.
+of a name -> rows dictionary (tests/test_definitions.py). Nothing is built per process: a dict
+of lists took ~23 MB at 163k chunks, and a table of hashes built on the first identifier query
+0.45 s.
 """
 
 from __future__ import annotations
@@ -22,13 +22,11 @@ from ..index.integrity import REBUILD
 
 if TYPE_CHECKING:
     from ..index.reader import RowSpace
-    from ..index.row_columns import RowColumns
 
 
 class DefinitionTable:
-    def __init__(self, space: RowSpace, columns: RowColumns) -> None:
+    def __init__(self, space: RowSpace) -> None:
         self.space = space
-        self.symbols, self.defines = columns.symbols, columns.defines
 
     def _global(self, i: int, local: np.ndarray) -> np.ndarray:
         """Live global rows of segment i's local rows (in no particular order)."""
@@ -61,15 +59,11 @@ class DefinitionTable:
         found = []
         for i, segment in enumerate(self.space.segments):
             keys, rows, unique = segment.defined_names
+            symbols, defines = segment.symbols, segment.defines
             for part in defined_names.keyed(keys, rows, [name]):
                 local = part.tolist()
-                symbols, defines = segment.symbols, segment.defines
                 check = local[:1] if unique else local
-                kept = [
-                    r
-                    for r in check
-                    if symbols[r].lower() == name or name in defines[r].lower().split()
-                ]
+                kept = [r for r in check if name in defined_names.names_of(symbols[r], defines[r])]
                 if unique:
                     kept = local if kept else []
                 found.append(self._global(i, np.asarray(kept, dtype=np.int64)))

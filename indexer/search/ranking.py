@@ -62,7 +62,7 @@ def rank(
         title = index.lexical.top(q.title_lexical, {}, n_cand, allowed).rows
     lexical = q.lexical
     common = float(cfg["query"]["common_df"])
-    if kind == "long" and common > 0:  # a report's common words: most postings, no ranking
+    if kind == "long" and common > 0:  # a report's common words: most postings, little score
         lexical = index.lexical.without_common(lexical, common)
     # BM25's top rows, pruned (indexer/index/lexical_topk.py), with the keyword coverage of
     # every row the lists above may bring in.
