@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from indexer.search.arrays import FileValues, unique_first_inverse, unique_inverse
+from indexer.search.arrays import FileValues, member, unique_first_inverse, unique_inverse
 
 
 @given(st.lists(st.integers(min_value=0, max_value=40), max_size=300))
@@ -17,6 +17,15 @@ def test_unique_first_inverse_is_np_unique(values: list[int]) -> None:
         np.testing.assert_array_equal(got, want.reshape(-1))
     unique, inverse = unique_inverse(array)
     np.testing.assert_array_equal(unique[inverse], array)
+
+
+@given(
+    st.lists(st.integers(min_value=-(2**63), max_value=2**63 - 1), max_size=50),
+    st.lists(st.integers(min_value=-5, max_value=5), max_size=50),
+)
+def test_member_is_np_isin(table: list[int], values: list[int]) -> None:
+    array = np.asarray(values + table[:10], dtype=np.int64)
+    assert member(array, table).tolist() == np.isin(array, table).tolist()
 
 
 def test_file_values_compute_each_file_once() -> None:

@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
+
 from indexer.api import Index
 
 from .conftest import SAMPLE_FILES, MakeRepo, commit_all, run_cli, write_files
@@ -112,3 +114,30 @@ def test_the_vocabulary_read_in_place_maps_terms_as_a_dict_does() -> None:
     for term in [*terms[::7], "not-a-term-at-all", ", ", '"he', "h\u00e9", ""]:
         assert (term in vocab, vocab.get(term)) == (term in table, table.get(term)), term
     assert JsonVocab.of(b'["a", "b\\\\u00e9", "a"]') == {"a": 2, "b\\u00e9": 1}
+    hashed = JsonVocab(data)
+    hashed.MAX_SCANS = 0  # the sorted hashes from the first lookup on
+    probes = [*terms[::7], "not-a-term-at-all", ", ", '"he', "h\u00e9", ""]
+    want = [table.get(t, -1) for t in probes]
+    assert hashed.rows_of(probes).tolist() == want
+    assert [hashed.get(t) for t in probes] == [table.get(t) for t in probes]
+    twice = JsonVocab(b'["a", "b", "a"]')
+    twice.MAX_SCANS = 0
+    assert twice.rows_of(["a", "b", "c"]).tolist() == [2, 1, -1]
+
+
+def test_a_query_embeds_the_same_through_the_lazy_vocabulary_and_a_dict() -> None:
+    """The long-lived process's hashed lookups give the vectors a plain dict gives."""
+    from dataclasses import replace
+
+    from indexer.index.vectors import JsonVocab, StaticVectors
+
+    table = StaticVectors.load()
+    assert isinstance(table.vocab, JsonVocab)
+    table.vocab.MAX_SCANS = 0
+    plain = replace(table, vocab=dict(table.vocab.as_dict()))
+    hashed = replace(table, vocab=JsonVocab(table.vocab.data))
+    hashed.vocab.MAX_SCANS = 0  # type: ignore[attr-defined]
+    words = ["parse", "the", "matrix", "parse", "determinant", "zzqx_unknown", "sparse"]
+    words += ["matrix", "of", "of"]
+    for terms in (words, words[::-1], [], ["zzqx_unknown"]):
+        assert np.array_equal(hashed.embed_terms(terms), plain.embed_terms(terms))

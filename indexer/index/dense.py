@@ -138,7 +138,12 @@ class DenseIndex:
 
     @cached_property
     def codes(self) -> np.ndarray:
-        """Memory-mapped: a process reads only the pages it touches, and processes share them."""
+        """Memory-mapped: a process reads only the pages it touches, and processes share them.
+        A plain array over the map: indexing a np.memmap costs a subclass's Python steps."""
+        return self._mapped.view(np.ndarray)
+
+    @cached_property
+    def _mapped(self) -> np.ndarray:
         codes = self._load(CODES, mmap=True)
         if (
             codes.dtype != np.uint8
@@ -215,12 +220,13 @@ class DenseIndex:
     @cached_property
     def file(self) -> tuple[int, int] | None:
         """(descriptor, offset of row 0) of the codes' file; None for codes in memory."""
-        path = getattr(self.codes, "filename", None)
+        mapped = self._mapped if self.directory is not None else None
+        path = getattr(mapped, "filename", None)  # none for codes in memory (or no rows)
         if path is None:
             return None
         fd = os.open(path, os.O_RDONLY)
         weakref.finalize(self, os.close, fd)
-        return fd, int(getattr(self.codes, "offset", 0))
+        return fd, int(getattr(mapped, "offset", 0))
 
     def rows(self, rows: np.ndarray) -> np.ndarray:
         """The 8-bit codes of local rows in ascending order (`read_rows`)."""

@@ -72,7 +72,7 @@ class FastScan:
             q = np.ascontiguousarray(np.asarray(query, dtype=np.float32)[self.order][None])
             _, found = self.index.search(q, 2 * count)
             rows = found[0][(found[0] >= 0) & (found[0] < self.n)]
-        return dense_pq.top(dense_pq.scores(self.codes[rows].T, lut), rows, count)[1]
+        return dense_pq.top(dense_pq.scores(self.codes.take(rows, axis=0).T, lut), rows, count)[1]
 
 
 class DenseView:
@@ -171,7 +171,7 @@ class DenseView:
             for i, (dense, _) in enumerate(self.parts):
                 mine = order[part[order] == i]
                 if len(mine):
-                    out[mine] = dense.codes[cats[mine]]
+                    out[mine] = dense.codes.take(cats[mine], axis=0)
             return out
         files = [dense.file for dense, _ in self.parts]
         if all(f is not None for f in files):

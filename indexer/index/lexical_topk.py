@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
+from functools import cached_property
 
 import numpy as np
 
@@ -87,12 +88,16 @@ class TopN:
         self.total, self.starts = total, self.stream.term_starts
         self.offsets = [source.offset for source in sources] + [len(scratch.acc)]
         # The postings read: row, value as stored, and the term's place in the order.
-        self.rows = scratch.get("rows", total)
+        self.rows = scratch.get("rows", total, np.int32)  # rows stay far below 2**31
         self.raw = scratch.get("raw", total, self.stream.dtype)
-        self.wide = scratch.get("wide", total, np.float64)  # contributions of [:full]
         self.full = 0
         self.kept: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # race: rows, place, c
         self.looked = 0  # terms the race looked rows up in
+
+    @cached_property
+    def wide(self) -> np.ndarray:
+        """Contributions of the postings [:full] (pruning only: a lean query sums per chunk)."""
+        return self.s.get("wide", self.total, np.float64)
 
     @property
     def scored(self) -> int:
@@ -380,7 +385,7 @@ class TopN:
         at = s.flags.take(self.rows[:full], out=s.get("c_hit", full, np.uint8), mode="clip")
         at = at.nonzero()[0]
         place = [self.starts.searchsorted(at, side="right") - 1]
-        rows, wide = [self.rows.take(at)], [self.wide.take(at)]
+        rows, wide = [self.rows.take(at)], [self.wide.take(at) if full else np.zeros(0)]
         for race_rows, race_place, race_wide in self.kept:
             hit = s.flags.take(race_rows).nonzero()[0]
             rows.append(race_rows.take(hit))

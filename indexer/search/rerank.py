@@ -21,7 +21,7 @@ from ..source.pathclass import (
     FLAG_VENDORED,
     directory_flags,
 )
-from .arrays import unique_inverse
+from .arrays import member, unique_inverse
 from .query import Query
 
 if TYPE_CHECKING:
@@ -76,7 +76,7 @@ def compound_words(index: Index, q: Query, files: np.ndarray, flags: np.ndarray)
     paths = index.space.paths
     own = files[flags == 0]
     # Files whose key's hash is one of the query's compounds: few or none.
-    hit = np.isin(index.compound_keys.values(own), [hash(k) for k in q.compounds])
+    hit = member(index.compound_keys.values(own), [hash(k) for k in q.compounds])
     for f in sorted(set(own[hit].tolist())):
         words = q.compounds.get(compound_key(paths[f]))
         if words:
@@ -291,14 +291,14 @@ def rerank(index: Index, q: Query, rows: np.ndarray, scores: np.ndarray) -> np.n
     # Only the candidates of a module or definition kind have their names read.
     modules = np.flatnonzero(columns.is_kind(kind_codes, _MODULE_KINDS))
     if "_definitions" in index.__dict__:  # made for a symbol query: read only the rows it keys
-        modules = modules[np.isin(rows[modules], index._definitions.rows_keyed(named_by))]
+        modules = modules[member(rows[modules], index._definitions.rows_keyed(named_by))]
     for i, names in zip(modules.tolist(), columns.defines.take(rows[modules]), strict=True):
         if names and not named_by.isdisjoint(names.lower().split()):
             out[i] *= full
     definitions = np.flatnonzero(columns.is_kind(kind_codes, _DEFINITION_KINDS))
     keys = columns.symbol_keys(rows[definitions])
     if keys is not None and not q.symbol_like:  # only exact names count: read the key hits
-        definitions = definitions[np.isin(keys, [hash(n) for n in named_by])]
+        definitions = definitions[member(keys, [hash(n) for n in named_by])]
     for i, symbol in zip(
         definitions.tolist(), columns.symbols.take(rows[definitions]), strict=True
     ):
