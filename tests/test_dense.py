@@ -137,7 +137,10 @@ def test_saved_codes_load_memory_mapped_and_read_by_rows(
     built = DenseIndex.build(x, codec)
     built.save(tmp_path)
     loaded = DenseIndex.load(tmp_path, 3000)
-    assert isinstance(loaded.codes, np.memmap) and isinstance(loaded.compact, np.memmap)
+    assert isinstance(loaded.compact, np.memmap)
+    # the codes: a plain array over the map (no np.memmap subclass steps per gather)
+    assert type(loaded.codes) is np.ndarray and isinstance(loaded._mapped, np.memmap)
+    assert np.shares_memory(loaded.codes, loaded._mapped)
     np.testing.assert_array_equal(loaded.codes, built.codes)
     np.testing.assert_array_equal(loaded.compact_copy(), built.compact)
     rows = np.sort(np.random.default_rng(5).choice(3000, 700))  # runs, gaps, duplicates
