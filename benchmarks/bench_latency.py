@@ -9,7 +9,9 @@ committed into a bare git repository. Both systems run in their own long-lived w
 time each search in-process; queries alternate between the two workers, so drift on a shared
 machine hits both alike (report ratios). Three query kinds: identifiers (symbols sampled from the
 corpus), short questions, issue-sized texts (sympy issues from ../shared/devset). Cold: a whole
-`indexer search --json` process against `python -c "import numpy, faiss"`, alternating.
+`indexer search --json` process against `python -c "import numpy, faiss"`, alternating. Flat:
+with both corpora, one process opens both indexes and runs sympy's queries on each, alternating
+query by query, so the big/sympy ratio of p50 is the same queries' cost at ~4x the chunks.
 Semble (PyPI `semble` 0.7) needs its own venv and a local model2vec model (see DEVELOPERS.md).
 """
 
@@ -90,6 +92,64 @@ def ours_worker(index_dir: str) -> None:
         print(json.dumps({"ms": (time.perf_counter() - t) * 1000}), flush=True)
 
 
+def flat_worker(index_dirs: list[str], repeats: int) -> None:
+    """p50 per kind of the same queries on each index, in one process, alternating query by
+    query (--flat-worker DIR,DIR REPEATS; the queries on stdin): prints one JSON line."""
+    from indexer.api import Index
+    from indexer.index.store import current_snapshot
+
+    queries: dict[str, list[str]] = json.loads(sys.stdin.read())
+    indexes = [Index(current_snapshot(Path(d))) for d in index_dirs]
+    for qs in queries.values():  # warm-up
+        for q in qs:
+            for index in indexes:
+                index.search(q, k=10, log=False)
+    times: list[dict[str, list[float]]] = [{k: [] for k in queries} for _ in indexes]
+    for rep in range(repeats):
+        order = list(range(len(indexes)))
+        for kind, qs in queries.items():
+            for q in qs:
+                for i in order if rep % 2 == 0 else order[::-1]:
+                    start = time.perf_counter()
+                    indexes[i].search(q, k=10, log=False)
+                    times[i][kind].append((time.perf_counter() - start) * 1000)
+    p50 = [{k: round(statistics.median(v), 3) for k, v in per.items()} for per in times]
+    print(json.dumps(p50), flush=True)
+
+
+def flat(
+    index_dirs: list[Path], queries: dict[str, list[str]], repeats: int, baseline: Path | None
+) -> dict[str, Any]:
+    """p50 per kind on each index and the last/first ratio, for this code and the baseline's."""
+    out: dict[str, Any] = {}
+    variants: list[tuple[str, Path, dict[str, str] | None, list[Path]]] = [
+        ("indexer", ROOT, None, index_dirs)
+    ]
+    if baseline is not None:
+        base_env = dict(os.environ, PYTHONPATH=str(baseline), INDEXER_BENCH_SRC=str(baseline))
+        base_dirs = [d.parent / f"{d.name}-baseline" for d in index_dirs]
+        variants.append(("baseline", baseline, base_env, base_dirs))
+    for name, src, env, dirs in variants:
+        proc = subprocess.run(
+            [sys.executable, __file__, "--flat-worker", ",".join(map(str, dirs)), str(repeats)],
+            input=json.dumps(queries),
+            capture_output=True,
+            text=True,
+            check=True,
+            env=env,
+            cwd=src,
+        )
+        p50 = json.loads(proc.stdout.strip().splitlines()[-1])
+        out[name] = {
+            kind: {
+                "p50_ms": [per[kind] for per in p50],
+                "ratio": round(p50[-1][kind] / p50[0][kind], 2),
+            }
+            for kind in queries
+        }
+    return out
+
+
 class Worker:
     def __init__(self, cmd: list[str], env: dict[str, str] | None = None) -> None:
         self.proc = subprocess.Popen(
@@ -101,7 +161,7 @@ class Worker:
         assert self.proc.stdout is not None
         line = self.proc.stdout.readline()
         if not line:
-            raise SystemExit(f"worker {self.proc.args} died")
+            raise SystemExit(f"worker {self.proc.args!r} died")
         data: dict[str, Any] = json.loads(line)
         return data
 
@@ -329,9 +389,13 @@ def main() -> int:
     parser.add_argument("--semble-model", default=None, help="local model2vec model directory")
     parser.add_argument("--baseline", type=Path, default=None, help="an earlier checkout")
     parser.add_argument("--worker", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--flat-worker", nargs=2, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
         ours_worker(args.worker)
+        return 0
+    if args.flat_worker:
+        flat_worker(args.flat_worker[0].split(","), int(args.flat_worker[1]))
         return 0
     work = args.work.resolve()
     work.mkdir(parents=True, exist_ok=True)
@@ -367,6 +431,15 @@ def main() -> int:
             )
         results[name] = entry
         print(f"{name}: {json.dumps(entry)}", file=sys.stderr)
+    flatness: dict[str, Any] | None = None
+    if len(results) > 1:
+        names = list(results)
+        dirs = [work / "indexes" / name for name in names]
+        queries = query_sets(dirs[0], args.devset)  # the first corpus's queries on every index
+        flatness = flat(dirs, queries, args.repeats, args.baseline)
+        flatness["corpora"] = names
+        results["flat"] = flatness
+        print(f"flat: {json.dumps(flatness)}", file=sys.stderr)
     print(report(results))
     (work / "results.json").write_text(json.dumps(results, indent=2))
     return 0
@@ -384,6 +457,7 @@ def report(results: dict[str, Any]) -> str:
         "/ p95 ms | p50 / p95 vs semble | p50 vs baseline |",
         "|---|---|---|---|---|---|---|---|",
     ]
+    flatness = results.pop("flat", None)
     for name, entry in results.items():
         warm = entry["warm"]
         for kind, m in warm["indexer"].items():
@@ -407,6 +481,21 @@ def report(results: dict[str, Any]) -> str:
             f"{c['served_ms']} ({c['served_ratio']}) | {base} | {entry['search_rss_mb']} "
             f"({entry.get('baseline_rss_mb', '-')}) |"
         )
+    if flatness is not None:
+        first, last = flatness["corpora"][0], flatness["corpora"][-1]
+        lines += [
+            "",
+            f"| flat: {first}'s queries, one process | kind | p50 ms {first} / {last} | "
+            f"{last} / {first} | baseline p50 ms | baseline ratio |",
+            "|---|---|---|---|---|---|",
+        ]
+        for kind, m in flatness["indexer"].items():
+            b = flatness.get("baseline", {}).get(kind)
+            bp = " / ".join(map(str, b["p50_ms"])) if b else "-"
+            lines.append(
+                f"| | {kind} | {' / '.join(map(str, m['p50_ms']))} | {m['ratio']} | {bp} | "
+                f"{b['ratio'] if b else '-'} |"
+            )
     return "\n".join(lines)
 
 
