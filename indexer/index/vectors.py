@@ -21,7 +21,6 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import IndexerError
-from .dense import read_rows
 from .dense_pq import CENTROIDS_FILE, valid_codebook
 from .tokens import code_terms
 
@@ -270,12 +269,12 @@ class StaticVectors:
         where = self._file
         if where is None or not len(ids):
             return np.asarray(self.vectors[ids])
-        order = np.argsort(ids, kind="stable")
-        out = np.empty((len(ids), self.dim), dtype=np.int8)
+        fd, base = where
         width = self.dim  # int8: a byte per dimension
-        got = read_rows([where], width, np.zeros(len(ids), dtype=np.int64), ids[order])
-        out[order] = got.view(np.int8)
-        return out
+        data = b"".join([os.pread(fd, width, base + width * i) for i in ids.tolist()])
+        if len(data) != width * len(ids):
+            raise IndexerError("the static vector table is truncated; regenerate it")
+        return np.frombuffer(data, dtype=np.int8).reshape(len(ids), width)
 
     def embed_terms(self, terms: Sequence[str]) -> np.ndarray:
         ids, w = self.term_weights(terms)
