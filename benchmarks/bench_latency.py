@@ -301,14 +301,18 @@ def cold(
     git_dir: Path, index_dir: Path, queries: list[str], runs: int, baseline: Baseline | None
 ) -> dict[str, float]:
     """Whole `indexer search --json` processes against the import floor, alternating: run in
-    the process (no server), forwarded to a running `indexer serve`, and the baseline's."""
+    the process (no server), forwarded to a running `indexer serve`, and the baseline's (its
+    tree first on PYTHONPATH, as the `indexer` script imports it)."""
     import tempfile
 
     times: dict[str, list[float]] = {"floor": [], "search": [], "served": [], "baseline": []}
     base = ["--repo", str(git_dir), "--json"]
     with tempfile.TemporaryDirectory() as run_dir:
         env = dict(os.environ, INDEXER_SAVINGS="0", XDG_RUNTIME_DIR=run_dir)
-        indexer = [sys.executable, "-m", "indexer"]
+        # The `indexer` command itself (`-m` would add runpy's import); PYTHONPATH and the
+        # working directory pick each variant's source tree.
+        script = Path(sys.executable).parent / "indexer"
+        indexer = [str(script)] if script.exists() else [sys.executable, "-m", "indexer"]
         ours = [*base, "--index-dir", str(index_dir)]
         subprocess.run(
             [*indexer, "serve", "--background", *ours], check=True, env=env, capture_output=True

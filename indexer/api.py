@@ -15,7 +15,6 @@ import numpy as np
 from .errors import IndexerError, check_types
 from .index.gitdir import git_dir as _git_dir
 from .index.integrity import corrupt_as_error
-from .index.segment_data import SegmentData
 from .index.store import current_generation, default_index_dir
 from .index.tokens import path_terms
 from .index.vectors import StaticVectors
@@ -29,6 +28,7 @@ from .threads import single_threaded_math
 
 if TYPE_CHECKING:
     from .index.overlay import OverlayState, WorktreeOverlay
+    from .index.segment_data import SegmentData
     from .search.answers import Verdict
     from .search.arrays import FileValues
     from .search.budget import Packed
@@ -116,7 +116,7 @@ class Index(GenerationView):
         snapshot = current_generation(Path(index_dir))
         root = None
         if worktree:
-            from .source.worktree import worktree_root
+            from .index.gitdir import worktree_root
 
             root = worktree_root(repo)  # None in a bare repository: the commit alone
         if _reused is None or fusion is not None:

@@ -8,8 +8,9 @@ from pathlib import Path
 import pygit2
 import pytest
 
+from indexer.index.gitdir import worktree_root
 from indexer.index.overlay import WorktreeOverlay, blob_id
-from indexer.source.worktree import scan_worktree, worktree_root
+from indexer.source.worktree import scan_worktree
 
 from .conftest import PYTHON_BILLING, PYTHON_NET, MakeRepo, commit_all, diverge, git
 

@@ -27,7 +27,7 @@ import numpy as np
 
 from ..errors import IndexerError
 from ..index.dense import faiss_id
-from ..index.graph.facts import FACTS_LINES, FACTS_META, FACTS_OFFSETS
+from ..index.graph.fact_files import FACTS_LINES, FACTS_META, FACTS_OFFSETS
 from ..index.integrity import CHUNK_SUMS, check_rows, chunk_sums, meta_sum
 from ..index.segment_format import LINE_STARTS, TEXT_BLOCKS, TEXTS, decompress_texts
 from ..source.chunker import chunk_id, path_stem

@@ -27,6 +27,18 @@ def git_dir(repo: str | os.PathLike[str] | None) -> str:
     raise NotARepositoryError(f"not a git repository: {start}")
 
 
+def worktree_root(start: str | os.PathLike[str] | None) -> Path | None:
+    """The working tree holding `start` (default: the current directory), found as
+    indexer/gitdir.py finds the git directory: None inside a bare repository or a git dir."""
+    here = Path(start if start is not None else os.getcwd()).resolve()
+    for candidate in (here, *here.parents):
+        if (candidate / ".git").exists():
+            return candidate
+        if (candidate / "HEAD").is_file() and (candidate / "objects").is_dir():
+            return None  # a bare repository, or inside a .git directory
+    return None
+
+
 def index_dir_of(repo: str | None, index_dir: str | None) -> Path:
     """`--index-dir` when given, else the repository's default (<git-dir>/indexer)."""
     from .store import default_index_dir

@@ -17,17 +17,19 @@ import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..errors import CorruptIndexError
 from .columns import Chain, LazySequence, Lines, RowText
-from .graph.model import FileGraph
 from .integrity import REBUILD
 from .segment import Segment
-from .segment_data import SegmentData
 from .store import read_generation, segment_dir
+
+if TYPE_CHECKING:
+    from .graph.model import FileGraph
+    from .segment_data import SegmentData
 
 # `src/<name>/...` and `lib/<name>/...`: <name>; any other `<top>/...`: <top>.
 _TOP_DIRECTORY = re.compile(rb"^(?:(?:src|lib)/([^/\n]+)/|([^/\n]+)/)", re.MULTILINE)
@@ -236,6 +238,8 @@ class RowSpace:
     def graph_segments(self) -> list[tuple[Path | list[FileGraph], set[str]]]:
         """Each segment's graph facts (its directory; an in-memory segment: its facts) and the
         paths it no longer serves, older first: what indexer/index/graph reads."""
+        from .graph.model import FileGraph
+
         out: list[tuple[Path | list[FileGraph], set[str]]] = []
         for segment, deleted in zip(self.segments, self.deleted, strict=True):
             if segment.directory is not None:

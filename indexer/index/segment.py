@@ -12,7 +12,7 @@ from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -21,9 +21,7 @@ from . import defined_names, integrity
 from .columns import Lines
 from .dense import FILES as DENSE_FILES
 from .dense import DenseIndex
-from .graph.facts import FACTS_FILE_NAMES, FactsMapping, read_facts
 from .integrity import REBUILD
-from .segment_data import SegmentData
 from .segment_format import (
     REQUIRED_FILES,
     SEGMENT_FORMAT,
@@ -34,6 +32,9 @@ from .segment_format import (
     file_bounds,
     sha256_file,
 )
+
+if TYPE_CHECKING:
+    from .segment_data import SegmentData
 
 BLOCK_CACHE = 32  # decompressed file blocks kept per segment (results cluster in few files)
 
@@ -325,6 +326,9 @@ class Segment:
     @cached_property
     def graph_facts(self) -> Mapping[str, dict[str, Any]]:
         """path -> FileGraph.to_dict() of the segment's files, each decoded when asked."""
+        from .graph.fact_files import FACTS_FILE_NAMES
+        from .graph.facts import FactsMapping, read_facts
+
         assert self.directory is not None
         self._hash(*(n for n in FACTS_FILE_NAMES if n in self._unhashed))
         return FactsMapping(read_facts(self.directory))

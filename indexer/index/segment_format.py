@@ -27,7 +27,7 @@ from ..digests import sha256
 from ..errors import CorruptIndexError
 from .defined_names import FILES as DEFINED_FILES
 from .dense import FILES as DENSE_FILES
-from .graph.facts import FACTS_FILE_NAMES
+from .graph.fact_files import FACTS_FILE_NAMES
 from .integrity import REBUILD
 
 # 4: vectors as plain uint8 codes (dense_codes.npy), no FAISS file; 5: + 4-bit compact codes

@@ -26,14 +26,14 @@ from .lexical_view import LexicalView
 from .reader import BlobOf, RowSpace, open_generation, open_space
 from .row_columns import RowColumns
 from .segment import Segment
-from .segment_data import SegmentData
 from .vectors import StaticVectors
 
 if TYPE_CHECKING:
     from .graph.codegraph import CodeGraph
     from .graph.model import FileGraph
+    from .segment_data import SegmentData
 
-Overlay = tuple[SegmentData | None, Iterable[str]]
+Overlay = tuple["SegmentData | None", Iterable[str]]
 RECORD_CACHE = 256  # decoded records kept per view (Chunk is frozen: sharing is safe)
 
 

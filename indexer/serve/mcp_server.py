@@ -45,7 +45,7 @@ class Service:
         except IndexerError as exc:
             self.error = exc
         self._index: Any = None
-        from ..source.worktree import worktree_root
+        from ..index.gitdir import worktree_root
 
         # The working tree the agent edits: every answer overlays its uncommitted files.
         self.worktree = worktree_root(repo) if self.error is None else None

@@ -38,10 +38,12 @@ def open_index(args: argparse.Namespace) -> Any:
     rev = getattr(args, "rev", None)
     worktree = rev is None and not getattr(args, "no_worktree", False)
     if worktree:
-        from ..source.worktree import prefetch_status, worktree_root
+        from ..index.gitdir import worktree_root
 
         root = worktree_root(args.repo)
-        if root is not None:
+        if root is not None:  # (a bare repository needs none of the working tree's code)
+            from ..source.worktree import prefetch_status
+
             prefetch_status(root)  # runs while numpy, FAISS and the index load
     from ..api import Index
 

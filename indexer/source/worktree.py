@@ -65,18 +65,6 @@ def git_found() -> bool:
     return any(os.access(os.path.join(d, "git"), os.X_OK) for d in os.get_exec_path())
 
 
-def worktree_root(start: str | os.PathLike[str] | None) -> Path | None:
-    """The working tree holding `start` (default: the current directory), found as
-    indexer/gitdir.py finds the git directory: None inside a bare repository or a git dir."""
-    here = Path(start if start is not None else os.getcwd()).resolve()
-    for candidate in (here, *here.parents):
-        if (candidate / ".git").exists():
-            return candidate
-        if (candidate / "HEAD").is_file() and (candidate / "objects").is_dir():
-            return None  # a bare repository, or inside a .git directory
-    return None
-
-
 def scan_worktree(root: Path, indexed_commit: str | None) -> WorktreeScan:
     """The candidate paths of the working tree at `root` against `indexed_commit`."""
     if not git_found():

@@ -30,17 +30,18 @@ from typing import Any
 import numpy as np
 
 from ...errors import CorruptIndexError
+from .fact_files import (
+    FACTS_KEYS,
+    FACTS_LINES,
+    FACTS_META,
+    FACTS_OFFSETS,
+    FACTS_VALUES,
+)
 from .model import JS_LANGUAGES, FileGraph, short_name
 from .name_keys import name_key
 
 FACTS_VERSION = 2
-FACTS_META = "graph_facts.json"
-FACTS_LINES = "graph_facts_z.bin"
 FACTS_LEVEL = 6  # zlib level of a file's block (canonical: every writer uses it)
-FACTS_OFFSETS = "graph_facts_offsets.npy"
-FACTS_KEYS = "graph_facts_keys.npy"
-FACTS_VALUES = "graph_facts_values.npy"
-FACTS_FILE_NAMES = (FACTS_META, FACTS_LINES, FACTS_OFFSETS, FACTS_KEYS, FACTS_VALUES)
 KIND_CODES = {"function": 1, "method": 2, "class": 3}
 KIND_NAMES = {v: k for k, v in KIND_CODES.items()}
 

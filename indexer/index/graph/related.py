@@ -275,7 +275,7 @@ def graph_query(index: Any) -> GraphQuery:
 def facts_view(index: Any) -> FactsView:
     """The facts of an opened index: each live segment's directory (an in-memory segment: its
     facts) and the paths it no longer serves (`Index.graph_segments`)."""
-    from .facts import FACTS_META
+    from .fact_files import FACTS_META
 
     segments = index.graph_segments()
     if not all(not isinstance(d, Path) or (d / FACTS_META).is_file() for d, _ in segments):
