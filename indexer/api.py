@@ -211,8 +211,6 @@ class Index(GenerationView):
         """Ranked results; `compress` puts each chunk's compressed form (indexer/search/compress.py)
         in `text`; `paths` (globs, `!glob` excludes), `languages` and `kinds` filter
         (indexer/search/filters.py); `log=True` appends the search to the savings log."""
-        from .search.filters import SearchFilter
-
         if not isinstance(query, str) or not query.strip():
             raise IndexerError(
                 "the query is empty"
@@ -223,7 +221,11 @@ class Index(GenerationView):
         check_types(compress=(compress, bool), log=(log, bool))
         if k < 1:
             raise IndexerError("k must be at least 1")
-        where = SearchFilter.of(paths, languages, kinds)
+        where = None
+        if paths is not None or languages is not None or kinds is not None:
+            from .search.filters import SearchFilter  # (only then: its import costs ~2 ms)
+
+            where = SearchFilter.of(paths, languages, kinds)
         if len(self) == 0:
             return []
         results = self._search(query, k, with_text or compress, cut, where)
@@ -236,7 +238,7 @@ class Index(GenerationView):
         return results
 
     def _search(
-        self, query: str, k: int, with_text: bool, cut: bool, where: SearchFilter
+        self, query: str, k: int, with_text: bool, cut: bool, where: SearchFilter | None
     ) -> list[SearchResult]:
         from .search.answers import MISSING_SYMBOL_FACTOR, fold_split_tails, missing_symbols
 

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
-K1 = 1.2
-B = 0.75
+from .bm25_params import K1 as K1
+from .bm25_params import B as B
 
 
 @dataclass

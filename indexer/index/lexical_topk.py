@@ -30,7 +30,7 @@ from functools import cached_property
 
 import numpy as np
 
-from .lexical import K1
+from .bm25_params import K1
 from .postings import Scratch, Source, Stream, Terms, in_query_order, union
 
 MARGIN = 1e-6

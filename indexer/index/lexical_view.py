@@ -24,9 +24,9 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import CorruptIndexError
+from .bm25_params import K1, B
 from .columns import Lines
 from .integrity import REBUILD
-from .lexical import K1, B
 from .lexical_topk import TopN
 from .postings import PREAD_MIN, Scratch, Source, Terms, union
 from .reader import RowSpace

@@ -10,7 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from .lexical import K1, postings_of
+from .bm25_params import K1
+from .lexical import postings_of
 from .lexical_view import idf_of, row_norms
 from .segment import Segment
 

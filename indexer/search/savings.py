@@ -27,10 +27,8 @@ import contextlib
 import functools
 import json
 import os
-import queue
 import threading
 import time
-import uuid
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -73,6 +71,8 @@ def set_enabled(index_dir: Path, on: bool) -> None:
 
 def new_session() -> str:
     """A session id: INDEXER_SESSION when set (an agent harness can pass its own), else new."""
+    import uuid  # (not at import: a search with the log off never needs it)
+
     return os.environ.get("INDEXER_SESSION") or uuid.uuid4().hex[:16]
 
 
@@ -168,6 +168,8 @@ class _Counter(threading.Thread):
     """Counts and appends queued lines off the search path; drained at interpreter exit."""
 
     def __init__(self) -> None:
+        import queue
+
         super().__init__(name="indexer-savings", daemon=True)
         self.queue: queue.Queue[tuple[Path, dict[str, Any], str]] = queue.Queue()
 
