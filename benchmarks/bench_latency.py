@@ -130,16 +130,8 @@ def flat(
         base_dirs = [d.parent / f"{d.name}-baseline" for d in index_dirs]
         variants.append(("baseline", baseline, base_env, base_dirs))
     for name, src, env, dirs in variants:
-        proc = subprocess.run(
-            [sys.executable, __file__, "--flat-worker", ",".join(map(str, dirs)), str(repeats)],
-            input=json.dumps(queries),
-            capture_output=True,
-            text=True,
-            check=True,
-            env=env,
-            cwd=src,
-        )
-        p50 = json.loads(proc.stdout.strip().splitlines()[-1])
+        cmd = [sys.executable, __file__, "--flat-worker", ",".join(map(str, dirs)), str(repeats)]
+        p50 = json.loads(run_with_input(cmd, queries, env, src).splitlines()[-1])
         out[name] = {
             kind: {
                 "p50_ms": [per[kind] for per in p50],
@@ -329,7 +321,9 @@ def cold(
                 ]
                 if baseline is not None:
                     cmd = [*indexer, "search", q, *base, "--index-dir", str(baseline.index_dir)]
-                    variants.append(("baseline", cmd, dict(env, **baseline.env), baseline.src))
+                    # never forwarded: the baseline may share an index (and a server) with ours
+                    base_env = dict(env, **baseline.env, INDEXER_SERVE="0")
+                    variants.append(("baseline", cmd, base_env, baseline.src))
                 for name, cmd, run_env, cwd in variants:
                     start = time.perf_counter()
                     subprocess.run(cmd, check=False, capture_output=True, env=run_env, cwd=cwd)
@@ -369,16 +363,17 @@ def search_rss(
         "    index.search(q, k=10, log=False)\n"
         "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)\n"
     )
-    proc = subprocess.run(
-        [sys.executable, "-c", code, str(index_dir)],
-        input=json.dumps(queries),
-        capture_output=True,
-        text=True,
-        check=True,
-        env=env,
-        cwd=src,
+    return round(
+        float(run_with_input([sys.executable, "-c", code, str(index_dir)], queries, env, src)), 1
     )
-    return round(float(proc.stdout.strip()), 1)
+
+
+def run_with_input(cmd: list[str], data: Any, env: dict[str, str] | None, cwd: Path) -> str:
+    """stdout of `cmd` run in `cwd` with `data` as JSON on its stdin (stripped)."""
+    proc = subprocess.run(
+        cmd, input=json.dumps(data), capture_output=True, text=True, check=True, env=env, cwd=cwd
+    )
+    return proc.stdout.strip()
 
 
 def main() -> int:
