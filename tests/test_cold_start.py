@@ -43,11 +43,32 @@ print("PROBE " + json.dumps({"code": code, "loaded": loaded}), file=sys.stderr)
 """
 
 
-def probe(repo: Path, *args: str, env: dict[str, str] | None = None) -> dict[str, object]:
-    """Run `indexer ARGS` in a fresh interpreter; its exit code and the NOT_NEEDED it loaded."""
+# ...and what a search of the commit alone (a bare repository, `--no-worktree`) never needs:
+# the working tree's scan and its subprocesses, the segment writer, the code graph, the filters
+# of a search without any, the index writer's BM25, the savings log's queue and session ids.
+COMMIT_ONLY_NOT_NEEDED = (
+    "indexer.source.worktree",
+    "subprocess",
+    "indexer.index.segment_data",
+    "indexer.index.graph.facts",
+    "indexer.index.graph.model",
+    "indexer.search.filters",
+    "indexer.index.lexical",
+    "queue",
+    "uuid",
+)
+
+
+def probe(
+    repo: Path,
+    *args: str,
+    env: dict[str, str] | None = None,
+    not_needed: tuple[str, ...] = NOT_NEEDED,
+) -> dict[str, object]:
+    """Run `indexer ARGS` in a fresh interpreter; its exit code and the `not_needed` it loaded."""
     done = subprocess.run(
         [sys.executable, "-c", PROBE, *args],
-        input=json.dumps(NOT_NEEDED),
+        input=json.dumps(not_needed),
         cwd=repo,
         capture_output=True,
         text=True,
@@ -67,6 +88,18 @@ def test_a_search_loads_nothing_it_does_not_need(make_repo: MakeRepo) -> None:
         assert found == {"code": 0, "loaded": []}
     found = probe(repo, "search", "InvoiceCalculator", "--no-log", env={"INDEXER_SERVE": "0"})
     assert found == {"code": 0, "loaded": []}  # the human-readable output too
+
+
+def test_a_search_of_the_commit_alone_loads_no_working_tree_or_writer_code(
+    make_repo: MakeRepo,
+) -> None:
+    repo = make_repo(SAMPLE_FILES)
+    assert run_cli("build", "--json", cwd=repo).returncode == 0
+    env = {"INDEXER_SERVE": "0", "INDEXER_SAVINGS": "0"}
+    modules = NOT_NEEDED + COMMIT_ONLY_NOT_NEEDED
+    for query in ("invoice tax", "InvoiceCalculator"):
+        found = probe(repo, "search", query, "--no-worktree", "--json", env=env, not_needed=modules)
+        assert found == {"code": 0, "loaded": []}
 
 
 def test_a_dirty_tree_is_still_overlaid_by_a_one_shot_search(make_repo: MakeRepo) -> None:
@@ -141,3 +174,15 @@ def test_a_query_embeds_the_same_through_the_lazy_vocabulary_and_a_dict() -> Non
     words += ["matrix", "of", "of"]
     for terms in (words, words[::-1], [], ["zzqx_unknown"]):
         assert np.array_equal(hashed.embed_terms(terms), plain.embed_terms(terms))
+
+
+def test_a_querys_table_rows_are_read_from_the_file_as_the_map_holds_them() -> None:
+    """`table_rows` reads a memory-mapped table's rows with pread: the same bytes, in order."""
+    from indexer.index.vectors import StaticVectors
+
+    table = StaticVectors.load()
+    assert table._file is not None  # the shipped table is memory-mapped
+    ids = np.asarray([len(table.vocab) - 1, 0, 7, 7, 123], dtype=np.int64)
+    got = table.table_rows(ids)
+    assert got.dtype == np.int8 and np.array_equal(got, np.asarray(table.vectors[ids]))
+    assert table.table_rows(ids[:0]).shape == (0, table.dim)
