@@ -321,13 +321,13 @@ class Index(GenerationView):
 
         return DefinitionTable(self.space)
 
-    def defining_rows(self, names: set[str]) -> np.ndarray:
-        """Rows that define one of `names` exactly (definitions before module-level names)."""
+    def defining_rows(self, names: set[str], limit: int | None = None) -> np.ndarray:
+        """Rows that define one of `names` exactly (definitions before module-level names, each
+        in row order); the first `limit` of them only."""
+        from .search.definitions import definitions_first
+
         found = {r for name in names for r in self._definitions.rows_defining(name)}
-        rows = np.asarray(sorted(found), dtype=np.int64)
-        cols = self.row_columns
-        module = cols.kind_codes(rows) == cols.code("module")
-        return np.concatenate([rows[~module], rows[module]])
+        return definitions_first(np.asarray(sorted(found), dtype=np.int64), self.row_columns, limit)
 
     @cached_property
     def project_terms(self) -> set[str]:

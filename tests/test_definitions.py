@@ -37,6 +37,8 @@ def assert_defining_rows_match(index: Index) -> dict[str, list[int]]:
         rows = {r for n in names for r in table.get(n, ())}
         expected = sorted(rows, key=lambda r: (kinds[r] == "module", r))
         assert index.defining_rows(names).tolist() == expected
+        for limit in (1, 2, 3):
+            assert index.defining_rows(names, limit).tolist() == expected[:limit]
     return table
 
 
@@ -47,6 +49,31 @@ def test_defining_rows_match_a_plain_dictionary(make_repo: MakeRepo) -> None:
     table = assert_defining_rows_match(index)
     assert {"circle", "area", "make_circle", "makecircle"} <= set(table)
     assert len(index.defining_rows({"area"})) == 2
+
+
+def test_a_one_shot_search_reads_kinds_until_it_has_enough_definitions(
+    make_repo: MakeRepo,
+) -> None:
+    """A name defined by ~700 rows, modules first in row order: a one-shot process (kinds read
+    a block at a time) gives the first rows a long-lived one (every kind coded) gives."""
+    files: dict[str, str | bytes] = {}
+    for f in range(12):
+        classes = "".join(
+            f"class C{c}:\n    def run(self):\n        return {c}\n\n" for c in range(60)
+        )
+        files[f"pkg/m{f:02d}.py"] = ("run = 1\n\n" if f % 3 == 0 else "") + classes
+    root: Path = make_repo(files)
+    build_index(root, progress=False)
+    long_lived = Index.open(root, worktree=False)
+    one_shot = Index.open(root, worktree=False, one_shot=True)
+    assert one_shot.row_columns.keep_codes is False  # kinds decoded row by row, in blocks
+    every = long_lived.defining_rows({"run"})
+    kinds = list(long_lived.row_columns.kinds)
+    assert len(every) > 700 and {kinds[r] for r in every[-4:]} == {"module"}
+    for limit in (1, 255, 256, 400, 700, len(every), len(every) + 5, None):
+        want = every.tolist()[:limit]
+        assert one_shot.defining_rows({"run"}, limit).tolist() == want
+        assert long_lived.defining_rows({"run"}, limit).tolist() == want
 
 
 def test_defining_rows_over_updated_segments(make_repo: MakeRepo) -> None:

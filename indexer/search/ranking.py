@@ -54,7 +54,7 @@ def rank(
 
     # Names BM25 cannot see (`g`, one letter) and exact definitions of a symbol query.
     none = np.zeros(0, dtype=np.int64)
-    exact = index.defining_rows(q.identifiers)[:n_cand] if q.symbol_like else none
+    exact = index.defining_rows(q.identifiers, n_cand) if q.symbol_like else none
     w_title = float(cfg["query"]["title"])
     title = none
     if "bm25" in retrievers and q.title_lexical and w_title > 0 and not single:
