@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 
 from .languages import PLAIN_TEXT, detect_language
@@ -44,26 +45,33 @@ def directory_flags(path: str) -> int:
 
 
 _TEST_DIR_RE = re.compile(_TEST_DIR)
+
+
 # What test code says about itself, across frameworks: imports, test functions and classes,
 # BDD blocks, annotations and attributes.
-_TEST_CONTENT = re.compile(
-    r"^\s*(import|from)\s+(pytest|unittest|nose|hypothesis|doctest)\b|"
-    r"^\s*(async\s+)?def test_\w*\(|^\s*class Test\w*|self\.assert[A-Z]\w*\(|"
-    r"\b(describe|it|test|suite)\(\s*['\"`]|['\"](vitest|jest|mocha|chai|ava|tap)['\"]|"
-    r"@Test\b|\[(Test|TestMethod|TestCase|Fact|Theory)\]|org\.junit|"
-    r"^func Test\w*\(t \*testing\.T\)|#\[(test|cfg\(test\))\]|"
-    r"RSpec\.|require ['\"](minitest|rspec|test/unit)|extends \w*TestCase\b|"
-    r"^@test\s|^\s*(assert_\w+|assertEquals|assertTrue)\b",
-    re.MULTILINE,
-)
-_ASSERT_LINE = re.compile(r"^\s*(assert|expect|check|require)\b", re.MULTILINE)
+@functools.cache
+def _test_content() -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """(framework marks, plain asserts), compiled on first use: a search never needs them."""
+    marks = re.compile(
+        r"^\s*(import|from)\s+(pytest|unittest|nose|hypothesis|doctest)\b|"
+        r"^\s*(async\s+)?def test_\w*\(|^\s*class Test\w*|self\.assert[A-Z]\w*\(|"
+        r"\b(describe|it|test|suite)\(\s*['\"`]|['\"](vitest|jest|mocha|chai|ava|tap)['\"]|"
+        r"@Test\b|\[(Test|TestMethod|TestCase|Fact|Theory)\]|org\.junit|"
+        r"^func Test\w*\(t \*testing\.T\)|#\[(test|cfg\(test\))\]|"
+        r"RSpec\.|require ['\"](minitest|rspec|test/unit)|extends \w*TestCase\b|"
+        r"^@test\s|^\s*(assert_\w+|assertEquals|assertTrue)\b",
+        re.MULTILINE,
+    )
+    asserts = re.compile(r"^\s*(assert|expect|check|require)\b", re.MULTILINE)
+    return marks, asserts
 
 
 def looks_like_test(text: str) -> bool:
     """Test code by content: a test framework's marks, or dense plain asserts."""
-    if _TEST_CONTENT.search(text):
+    marks, assert_line = _test_content()
+    if marks.search(text):
         return True
-    asserts = len(_ASSERT_LINE.findall(text))
+    asserts = len(assert_line.findall(text))
     return asserts >= 3 and asserts * 20 >= text.count("\n") + 1
 
 
