@@ -220,13 +220,7 @@ class DenseIndex:
     @cached_property
     def file(self) -> tuple[int, int] | None:
         """(descriptor, offset of row 0) of the codes' file; None for codes in memory."""
-        mapped = self._mapped if self.directory is not None else None
-        path = getattr(mapped, "filename", None)  # none for codes in memory (or no rows)
-        if path is None:
-            return None
-        fd = os.open(path, os.O_RDONLY)
-        weakref.finalize(self, os.close, fd)
-        return fd, int(getattr(mapped, "offset", 0))
+        return mapped_file(self._mapped, self) if self.directory is not None else None
 
     def rows(self, rows: np.ndarray) -> np.ndarray:
         """The 8-bit codes of local rows in ascending order (`read_rows`)."""
@@ -253,6 +247,21 @@ class DenseIndex:
         np.save(directory / RANGES, self.ranges)
         np.save(directory / COMPACT, np.ascontiguousarray(self.compact, dtype=np.uint8))
         np.save(directory / CENTROIDS, np.asarray(self.centroids, dtype=np.float32))
+
+
+def mapped_file(array: np.ndarray, owner: object) -> tuple[int, int] | None:
+    """(descriptor, offset of element 0) of the file behind a memory-mapped array, to read it
+    with pread; None for an array in memory (or an empty one, which numpy does not map). The
+    descriptor closes with `owner`."""
+    base: object = array
+    while base is not None and not isinstance(base, np.memmap):
+        base = getattr(base, "base", None)  # a plain view of a memmap
+    path = getattr(base, "filename", None)
+    if path is None:
+        return None
+    fd = os.open(path, os.O_RDONLY)
+    weakref.finalize(owner, os.close, fd)
+    return fd, int(getattr(base, "offset", 0))
 
 
 def read_rows(

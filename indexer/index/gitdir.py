@@ -29,7 +29,7 @@ def git_dir(repo: str | os.PathLike[str] | None) -> str:
 
 def worktree_root(start: str | os.PathLike[str] | None) -> Path | None:
     """The working tree holding `start` (default: the current directory), found as
-    indexer/gitdir.py finds the git directory: None inside a bare repository or a git dir."""
+    `git_dir` finds the git directory: None inside a bare repository or a git dir."""
     here = Path(start if start is not None else os.getcwd()).resolve()
     for candidate in (here, *here.parents):
         if (candidate / ".git").exists():

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import mmap
 import os
-import weakref
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -21,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import IndexerError
+from .dense import mapped_file
 from .dense_pq import CENTROIDS_FILE, valid_codebook
 from .tokens import code_terms
 
@@ -232,18 +232,16 @@ class StaticVectors:
 
     def term_weights(self, terms: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         """(rows, weights) of the known terms, in the order they first occur."""
-        vocab = self.vocab
+        vocab, counted = self.vocab, Counter(terms)
+        distinct = list(counted)
         if isinstance(vocab, JsonVocab):
-            counted = Counter(terms)
-            rows = vocab.rows_of(list(counted))
-            known = rows >= 0
-            counts = np.fromiter(counted.values(), dtype=np.int64, count=len(counted))[known]
-            ids = rows[known]
-            return ids, self._weights(ids, counts)
-        found = Counter(filter(vocab.__contains__, terms))
-        n = len(found)
-        ids = np.fromiter(map(vocab.__getitem__, found), dtype=np.int64, count=n)
-        return ids, self._weights(ids, np.fromiter(found.values(), dtype=np.int64, count=n))
+            rows = vocab.rows_of(distinct)
+        else:
+            rows = np.fromiter((vocab.get(t, -1) for t in distinct), np.int64, len(distinct))
+        known = rows >= 0
+        ids = rows[known]
+        counts = np.fromiter(counted.values(), dtype=np.int64, count=len(counted))[known]
+        return ids, self._weights(ids, counts)
 
     def _weights(self, ids: np.ndarray, counts: np.ndarray) -> np.ndarray:
         """Each term's weight: (1 + log(count in the text)) in float64, then float32, times its
@@ -255,12 +253,7 @@ class StaticVectors:
     @cached_property
     def _file(self) -> tuple[int, int] | None:
         """(descriptor, offset of row 0) of a memory-mapped table; None for one in memory."""
-        path = getattr(self.vectors, "filename", None)
-        if path is None:
-            return None
-        fd = os.open(path, os.O_RDONLY)
-        weakref.finalize(self, os.close, fd)
-        return fd, int(getattr(self.vectors, "offset", 0))
+        return mapped_file(self.vectors, self)
 
     def table_rows(self, ids: np.ndarray) -> np.ndarray:
         """Rows of the table, read from its file when mapped: a query's few hundred rows
