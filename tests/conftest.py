@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Callable
@@ -10,6 +11,11 @@ from pathlib import Path
 
 import pygit2
 import pytest
+
+# A CLI search starts a background server for the next one by default (INDEXER_SERVE=auto):
+# the tests' own CLI processes only forward to servers a test starts (tests/test_serve.py
+# checks the default itself), so no test leaves servers behind.
+os.environ["INDEXER_SERVE"] = "on"
 
 SIGNATURE = pygit2.Signature("Test Author", "author@example.com", 1_700_000_000, 0)
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import commit_all, write_files
+from .conftest import MakeRepo, commit_all, write_files
 
 
 @pytest.fixture
@@ -56,7 +56,9 @@ def test_forwarded_commands_answer_exactly_as_local_ones(served: Path, env: dict
     assert forwarded.returncode == local.returncode == 0
     assert forwarded.stdout == local.stdout
     assert json.loads(forwarded.stdout)[0]["symbol"] == "retry_with_backoff"
-    assert server_status(env, served)["requests"] == 1
+    status = server_status(env, served)
+    assert status["requests"] == 1  # its own warm-up searches are not requests
+    assert status["warmed_up"] is True  # it searched before it listened: nothing left to load
 
     chunk_id = json.loads(forwarded.stdout)[0]["id"]
     show = cli(env, "show", chunk_id, "--repo", str(served))
@@ -147,3 +149,48 @@ def test_a_runtime_directory_others_can_enter_is_never_used(
     assert refused.stderr.count("\n") == 1 and "runtime directory" in refused.stderr
     proc = cli(env, "search", "format money", "--repo", str(sample_repo), "--json")
     assert proc.returncode == 0 and json.loads(proc.stdout)
+
+
+def wait_for_server(env: dict[str, str], repo: Path) -> dict[str, object]:
+    deadline = time.monotonic() + 60
+    while not (status := server_status(env, repo)).get("running"):
+        assert time.monotonic() < deadline, "no server started"
+        time.sleep(0.1)
+    return status
+
+
+def test_by_default_a_search_starts_a_server_for_the_next(
+    sample_repo: Path, make_repo: MakeRepo, env: dict[str, str]
+) -> None:
+    repo = str(sample_repo)
+    assert cli(env, "build", "--repo", repo).returncode == 0
+    default = {k: v for k, v in env.items() if k != "INDEXER_SERVE"}
+    query = ("search", "format money", "--repo", repo, "--json")
+    on = cli(env, *query, INDEXER_SERVE="on")  # forwards only: starts nothing
+    assert on.returncode == 0 and server_status(env, sample_repo) == {"running": False}
+
+    first = subprocess.run(  # answered here, then a detached server starts for the next
+        [sys.executable, "-m", "indexer", *query], capture_output=True, text=True, env=default
+    )
+    assert first.returncode == 0 and first.stdout == on.stdout
+    try:
+        assert wait_for_server(env, sample_repo)["requests"] == 0
+        second = subprocess.run(
+            [sys.executable, "-m", "indexer", *query], capture_output=True, text=True, env=default
+        )
+        assert second.stdout == first.stdout
+        assert server_status(env, sample_repo)["requests"] == 1
+    finally:
+        cli(env, "serve", "--stop", "--repo", repo)
+
+    # No index (an error): nothing to serve, no server started.
+    bare = make_repo({"a.py": "def f():\n    return 1\n"})
+    failed = subprocess.run(
+        [sys.executable, "-m", "indexer", "search", "f", "--repo", str(bare)],
+        capture_output=True,
+        text=True,
+        env=default,
+    )
+    assert failed.returncode == 2 and failed.stderr.startswith("indexer: error:")
+    time.sleep(0.5)
+    assert server_status(env, bare) == {"running": False}

@@ -329,9 +329,14 @@ def main(argv: Sequence[str] | None = None, forward: bool = True) -> int:
     args.one_shot = forward  # this process answers one command (a server passes False)
     try:
         if forward and args.command in FORWARDED:
-            code = serve_cli.forwarded(args, argv, _index_dir(args))
+            index_dir = _index_dir(args)
+            code = serve_cli.forwarded(args, argv, index_dir)
             if code is not None:
                 return code
+            code = int(args.func(args))
+            if code in (0, 1):  # answered (1: nothing found), so the index is there
+                serve_cli.start_for_next(args, index_dir)
+            return code
         code = args.func(args)
         return int(code)
     except IndexerError as exc:

@@ -10,7 +10,9 @@ Unix socket in a private runtime directory (indexer/serve/serve_client.py) and p
   from the next request on; a snapshot is immutable, so what was loaded for it is kept.
 - Never exposed: a Unix socket in a 0700 directory of the user (no TCP), one index per server,
   requests answered one at a time.
-- Never required: no server, a dead one or a slow one, and the CLI runs the command itself.
+- Never required: no server, a dead one or a slow one, and the CLI runs the command itself;
+  then, by default (INDEXER_SERVE=auto), it starts a server for the next command
+  (serve_cli.start_for_next).
 The server exits after `--idle-timeout` seconds without requests, on SIGTERM, on `serve --stop`,
 or when its index directory disappears.
 """
@@ -68,9 +70,17 @@ def _client_context(cwd: str, env: dict[str, str]) -> Iterator[None]:
         os.environ.update(saved_env)
 
 
+# What a new server searches before it listens, so that the first forwarded command finds the
+# index loaded (postings, defined names, the fast-scan codes) and costs what later ones cost:
+# a prose question and a name.
+WARM_UP_QUERIES = ("where is the main entry point defined", "main")
+
+
 class Server:
-    def __init__(self, index_dir: Path, idle_timeout: float) -> None:
+    def __init__(self, index_dir: Path, idle_timeout: float, repo: str | None = None) -> None:
         self.index_dir = index_dir.resolve()
+        self.repo = repo
+        self.warmed_up = False  # the warm-up searches answered (status says so)
         self.idle_timeout = idle_timeout
         self.requests = 0
         self.started = time.time()
@@ -97,6 +107,7 @@ class Server:
             "index_dir": str(self.index_dir),
             "socket": str(self.path),
             "requests": self.requests,
+            "warmed_up": self.warmed_up,
             "uptime_s": round(time.time() - self.started, 1),
         }
 
@@ -127,6 +138,7 @@ class Server:
         reuse_open_indexes()
         if call(self.index_dir, {"op": "status"}, timeout=2.0) is not None:
             raise IndexerError(f"a server for {self.index_dir} is already running")
+        self.warm_up()
         with contextlib.suppress(FileNotFoundError):
             self.path.unlink()  # a dead server's socket
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -155,6 +167,22 @@ class Server:
             if _same_socket(self.path, inode):
                 with contextlib.suppress(FileNotFoundError):
                     self.path.unlink()
+
+    def warm_up(self) -> None:
+        """Run WARM_UP_QUERIES as a forwarded search would (same command code, same working
+        tree), output discarded, before listening: meanwhile a command runs in its own process.
+        Never fails the server (a command then pays what is not loaded yet)."""
+        from .cli import main
+
+        where = ["--repo", self.repo] if self.repo else []
+        codes = []
+        for query in WARM_UP_QUERIES:
+            argv = ["search", query, *where, "--index-dir", str(self.index_dir), "--no-log"]
+            sink = _Capture(False)
+            quiet = contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink)
+            with contextlib.suppress(Exception), quiet[0], quiet[1]:
+                codes.append(main([*argv, "--json"], forward=False))
+        self.warmed_up = bool(codes) and all(code in (0, 1) for code in codes)
 
     def _answer(self, conn: socket.socket) -> tuple[bool, bool]:
         """Answer one connection: (asked to stop, ran a command)."""

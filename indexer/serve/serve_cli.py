@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 from pathlib import Path
@@ -10,11 +11,19 @@ from typing import Any
 
 from .output import emit_json as _emit_json
 
+# INDEXER_SERVE: "auto" (the default) forwards to a running server and, when none answered,
+# starts one after the command succeeded, for the next; "on" forwards only; "0"/"off" never.
+SERVE_ENV = "INDEXER_SERVE"
+
+
+def serve_mode() -> str:
+    mode = os.environ.get(SERVE_ENV, "auto").strip().lower()
+    return "off" if mode in ("0", "off", "no", "false") else mode
+
 
 def forwarded(args: argparse.Namespace, argv: list[str], index_dir: Path) -> int | None:
     """The exit code of the command as answered by a running server, or None."""
-    mode = os.environ.get("INDEXER_SERVE", "on")
-    if mode == "0" or mode == "off":
+    if serve_mode() == "off":
         return None
     from .serve_client import forward
 
@@ -25,12 +34,21 @@ def forwarded(args: argparse.Namespace, argv: list[str], index_dir: Path) -> int
         rest = list(argv)
         rest.remove("-")
         argv = [*rest, "--", args.query]  # after `--`: a query may start with a dash
-    code = forward(index_dir, argv, sys.stdout.isatty())
-    if code is None and mode == "auto":  # start one for the next command; answer this one here
-        from .serve import spawn
+    return forward(index_dir, argv, sys.stdout.isatty())
 
+
+def start_for_next(args: argparse.Namespace, index_dir: Path) -> None:
+    """After a command answered in-process (no server did) with an index there: start a
+    detached server for the next command, as INDEXER_SERVE=auto asks. Never fails the command."""
+    if serve_mode() != "auto" or not (index_dir / "CURRENT").is_file():
+        return
+    from .serve import spawn
+    from .serve_client import socket_path
+
+    if socket_path(index_dir) is None:  # no private runtime directory to listen in
+        return
+    with contextlib.suppress(OSError):  # only an accelerator
         spawn(index_dir, args.repo, None)
-    return code
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -65,5 +83,5 @@ def cmd_serve(args: argparse.Namespace) -> int:
             verb = "started" if info["started"] else "already running"
             print(f"server {verb}: pid {info['pid']}, socket {info['socket']}")
         return 0
-    serve.Server(index_dir, args.idle_timeout).serve_forever()
+    serve.Server(index_dir, args.idle_timeout, args.repo).serve_forever()
     return 0
