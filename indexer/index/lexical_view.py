@@ -257,11 +257,14 @@ class LexicalView:
             rows, seen = np.zeros(0, dtype=np.int64), union(also_rows)
             none = np.zeros(0, dtype=np.float32)
             return LexicalHits(rows, none, seen, np.zeros(len(seen), np.float32), self, terms)
-        norm, to_global, _ = self._laid_out
+        norm, to_global, live = self._laid_out
         eligible = allowed
         if to_global is not None:
-            eligible = np.zeros(len(to_global), dtype=bool)
-            eligible[self.space.global_to_cat] = True if allowed is None else allowed
+            if allowed is None:  # every live row (read only, as TopN reads it): made once
+                eligible = live
+            else:
+                eligible = np.zeros(len(to_global), dtype=bool)
+                eligible[self.space.global_to_cat] = allowed
             also_rows = self.space.global_to_cat[also_rows]
         also_rows = union(also_rows)
         if self._scratch is None:
