@@ -194,3 +194,58 @@ def test_by_default_a_search_starts_a_server_for_the_next(
     assert failed.returncode == 2 and failed.stderr.startswith("indexer: error:")
     time.sleep(0.5)
     assert server_status(env, bare) == {"running": False}
+
+
+def test_a_server_whose_code_changed_hands_the_command_back_and_exits(
+    served: Path, env: dict[str, str]
+) -> None:
+    import indexer.search.answers as module
+
+    query = ("search", "format money", "--repo", str(served), "--json")
+    expected = cli(env, *query, INDEXER_SERVE="0").stdout
+    source = Path(module.__file__)
+    before = source.stat()
+    os.utime(source, ns=(before.st_atime_ns, before.st_mtime_ns + 10**9))  # as an upgrade does
+    try:
+        proc = cli(env, *query)  # answered here, with the code on disk
+        assert proc.returncode == 0 and proc.stdout == expected
+        deadline = time.monotonic() + 30
+        while server_status(env, served) != {"running": False}:
+            assert time.monotonic() < deadline, "the outdated server did not exit"
+            time.sleep(0.1)
+    finally:
+        os.utime(source, ns=(before.st_atime_ns, before.st_mtime_ns))
+
+
+def test_one_server_per_index_even_when_two_start_at_once(
+    sample_repo: Path, env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import fcntl
+
+    from indexer.index.gitdir import index_dir_of
+    from indexer.serve.serve_client import socket_path
+
+    assert cli(env, "build", "--repo", str(sample_repo)).returncode == 0
+    monkeypatch.setenv("XDG_RUNTIME_DIR", env["XDG_RUNTIME_DIR"])
+    path = socket_path(index_dir_of(str(sample_repo), None))
+    assert path is not None
+    with open(path.with_suffix(".lock"), "w") as held:  # a server still warming up holds it
+        fcntl.flock(held, fcntl.LOCK_EX)
+        refused = cli(env, "serve", "--repo", str(sample_repo))
+    assert refused.returncode == 2 and "already starting" in refused.stderr
+    assert refused.stderr.count("\n") == 1
+
+
+def test_servers_are_started_at_most_every_few_seconds(
+    sample_repo: Path, env: dict[str, str]
+) -> None:
+    repo = str(sample_repo)
+    assert cli(env, "build", "--repo", repo).returncode == 0
+    default = {k: v for k, v in env.items() if k != "INDEXER_SERVE"}
+    query = [sys.executable, "-m", "indexer", "search", "format money", "--repo", repo]
+    assert subprocess.run(query, capture_output=True, env=default).returncode == 0
+    wait_for_server(env, sample_repo)
+    cli(env, "serve", "--stop", "--repo", repo)  # as a server that died at once
+    assert subprocess.run(query, capture_output=True, env=default).returncode == 0
+    time.sleep(1.0)
+    assert server_status(env, sample_repo) == {"running": False}  # not started again so soon

@@ -7,7 +7,11 @@ Unix socket in a private runtime directory (indexer/serve/serve_client.py) and p
 - Same answers: the server runs the very same command code (cli.main) with the client's
   arguments, working directory and INDEXER_* environment; only stdout/stderr travel.
 - Never stale: every request re-reads CURRENT (Index.open), so an update or a pull is served
-  from the next request on; a snapshot is immutable, so what was loaded for it is kept.
+  from the next request on; a snapshot is immutable, so what was loaded for it is kept. Nor
+  outdated: once a module file of this package changed (an upgrade, an edit), the server hands
+  the command back to the CLI and exits.
+- One per index: a lock beside the socket, held from start-up, so two servers started at once
+  (two first searches) leave one.
 - Never exposed: a Unix socket in a 0700 directory of the user (no TCP), one index per server,
   requests answered one at a time.
 - Never required: no server, a dead one or a slow one, and the CLI runs the command itself;
@@ -81,6 +85,8 @@ class Server:
         self.index_dir = index_dir.resolve()
         self.repo = repo
         self.warmed_up = False  # the warm-up searches answered (status says so)
+        self.code: dict[str, int] = {}  # this package's module files: mtime when loaded
+        self._lock_fd: int | None = None
         self.idle_timeout = idle_timeout
         self.requests = 0
         self.started = time.time()
@@ -98,6 +104,8 @@ class Server:
         if op == "stop":
             return {"rc": 0, "stopping": True}
         if op == "run":
+            if self.code_changed():  # no rc: the CLI runs the command itself, with its code
+                return {"stale": True, "stopping": True}
             return self.run(request)
         return {"rc": 2, "stderr": f"indexer: error: unknown request {op!r}\n"}
 
@@ -138,7 +146,9 @@ class Server:
         reuse_open_indexes()
         if call(self.index_dir, {"op": "status"}, timeout=2.0) is not None:
             raise IndexerError(f"a server for {self.index_dir} is already running")
+        self.hold_lock()
         self.warm_up()
+        self.code_changed()  # records the modules the warm-up loaded
         with contextlib.suppress(FileNotFoundError):
             self.path.unlink()  # a dead server's socket
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -167,6 +177,35 @@ class Server:
             if _same_socket(self.path, inode):
                 with contextlib.suppress(FileNotFoundError):
                     self.path.unlink()
+
+    def hold_lock(self) -> None:
+        """One server per index, even when several start at once (two first searches): the
+        lock beside the socket is held for the server's life."""
+        import fcntl
+
+        fd = os.open(self.path.with_suffix(".lock"), os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            raise IndexerError(f"a server for {self.index_dir} is already starting") from None
+        self._lock_fd = fd
+
+    def code_changed(self) -> bool:
+        """Has a module file of this package changed since it was loaded (an upgrade, an
+        edit of an editable install)? Then this process's answers may not be the CLI's own.
+        A module first seen here is recorded as it is now."""
+        changed = False
+        for name, module in list(sys.modules.items()):
+            path = getattr(module, "__file__", None)
+            if not path or not (name == "indexer" or name.startswith("indexer.")):
+                continue
+            try:
+                mtime = os.stat(path).st_mtime_ns
+            except OSError:
+                return True
+            changed |= self.code.setdefault(path, mtime) != mtime
+        return changed
 
     def warm_up(self) -> None:
         """Run WARM_UP_QUERIES as a forwarded search would (same command code, same working

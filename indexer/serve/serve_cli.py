@@ -6,6 +6,7 @@ import argparse
 import contextlib
 import os
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,7 @@ from .output import emit_json as _emit_json
 # INDEXER_SERVE: "auto" (the default) forwards to a running server and, when none answered,
 # starts one after the command succeeded, for the next; "on" forwards only; "0"/"off" never.
 SERVE_ENV = "INDEXER_SERVE"
+SPAWN_INTERVAL = 10.0  # seconds between two servers started for one index
 
 
 def serve_mode() -> str:
@@ -45,9 +47,17 @@ def start_for_next(args: argparse.Namespace, index_dir: Path) -> None:
     from .serve import spawn
     from .serve_client import socket_path
 
-    if socket_path(index_dir) is None:  # no private runtime directory to listen in
+    path = socket_path(index_dir)
+    if path is None:  # no private runtime directory to listen in
         return
+    # At most one start per SPAWN_INTERVAL: a server that cannot start (or exits at once)
+    # must not cost every command a process.
+    marker = path.with_suffix(".spawned")
+    with contextlib.suppress(OSError):
+        if time.time() - marker.stat().st_mtime < SPAWN_INTERVAL:
+            return
     with contextlib.suppress(OSError):  # only an accelerator
+        marker.touch()
         spawn(index_dir, args.repo, None)
 
 
