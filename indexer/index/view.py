@@ -26,7 +26,7 @@ from .lexical_view import LexicalView
 from .reader import BlobOf, RowSpace, open_generation, open_space
 from .row_columns import RowColumns
 from .segment import Segment
-from .vectors import StaticVectors
+from .vectors import JsonVocab, StaticVectors
 
 if TYPE_CHECKING:
     from .graph.codegraph import CodeGraph
@@ -70,6 +70,8 @@ class GenerationView:
             raise IndexerError(
                 "the static vector table changed since this index was built; run `indexer build`"
             )
+        if not self.one_shot and isinstance(table.vocab, JsonVocab):
+            table.vocab.expect_many_lookups()  # its first searches scan no bytes
         return table
 
     @cached_property
