@@ -156,6 +156,10 @@ def test_the_vocabulary_read_in_place_maps_terms_as_a_dict_does() -> None:
     twice = JsonVocab(b'["a", "b", "a"]')
     twice.MAX_SCANS = 0
     assert twice.rows_of(["a", "b", "c"]).tolist() == [2, 1, -1]
+    scanned = JsonVocab(b'["ab", "b", "ab", "", "abc", "ac"]')  # repeats: the last row wins
+    scanned.MAX_SCANS = 100
+    probes = ["ab", "b", "", "abc", "ac", "a", "abd", "zz"]
+    assert scanned.rows_of(probes).tolist() == [2, 1, 3, 4, 5, -1, -1, -1]
 
 
 def test_a_query_embeds_the_same_through_the_lazy_vocabulary_and_a_dict() -> None:

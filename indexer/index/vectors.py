@@ -53,9 +53,8 @@ class JsonVocab(Mapping[str, int]):
     against the term's bytes: 0.6 MB where a dict of the terms held 6 MB. A build asks for
     the dict itself (`as_dict`)."""
 
-    # Lookups by search before the hash table is cheaper. A search scans the 0.6 MB of bytes
-    # (0.3-0.6 ms a term, measured), the table costs ~12 ms once: a long-lived process makes
-    # it at its first lookup instead (`expect_many_lookups`).
+    # Lookups by scan before the hash table is cheaper. A scan costs ~30 us a term, the table
+    # ~12 ms once: a long-lived process makes it at its first lookup (`expect_many_lookups`).
     MAX_SCANS = 64
 
     def __init__(self, data: bytes) -> None:
@@ -132,14 +131,32 @@ class JsonVocab(Mapping[str, int]):
         self._scans += 1
         if not _plain(term):
             return None  # json.dumps would have escaped it: it cannot be in a plain list
-        needle = b'"' + term.encode("ascii") + b'"'
-        end = len(self.data)
-        while (at := self.data.rfind(needle, 0, end)) >= 0:
-            k = int(np.searchsorted(self.quotes, at))
-            if k % 2 == 0:  # an opening quote: term k // 2
-                return k // 2
-            end = at + len(needle) - 1
+        # The terms of its length and first byte, narrowed a byte at a time while many are
+        # left, then compared: ~30 us, where `bytes.rfind` took 0.3-0.6 ms (a quote every few
+        # bytes defeats its skips). The highest row wins, as in the dict.
+        needle = term.encode("ascii")
+        starts, lengths, firsts = self._layout
+        if not needle:
+            rows = np.flatnonzero(lengths == 0)
+        else:
+            rows = np.flatnonzero((lengths == len(needle)) & (firsts == needle[0]))
+            raw = np.frombuffer(self.data, dtype=np.uint8)
+            j = 1
+            while len(rows) > 8 and j < len(needle):
+                rows = rows[raw.take(starts.take(rows) + j) == needle[j]]
+                j += 1
+        for row in rows[::-1].tolist():
+            start = int(starts[row])
+            if self.data[start : start + len(needle)] == needle:
+                return int(row)
         return None
+
+    @cached_property
+    def _layout(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Each term's first byte's offset, its length and that byte (for the scan)."""
+        starts = self.quotes[0::2] + 1
+        lengths = self.quotes[1::2] - starts
+        return starts, lengths, np.frombuffer(self.data, dtype=np.uint8).take(starts)
 
     def __contains__(self, term: object) -> bool:
         return isinstance(term, str) and self._find(term) is not None
