@@ -162,3 +162,26 @@ def test_a_cmake_file_is_code_not_docs(make_repo: MakeRepo) -> None:
     assert shape_flags("pkg/static/jquery-3.5.1.js") == FLAG_VENDORED
     assert shape_flags("pkg/static/app.min.js") == FLAG_VENDORED
     assert shape_flags("pkg/locale/__init__.py") == 0
+
+
+def test_top_directories_are_each_files_first_directory_src_and_lib_their_second(
+    make_repo: MakeRepo,
+) -> None:
+    """The bisection over sorted paths finds what a look at every path finds."""
+    files = [
+        "setup.py", "top.py", "top/x.py", "top/deep/y.py", "top-x/a.py", "top0/b.py",
+        "src/a.py", "src/pkg.py", "src/pkg/x.py", "src/pkg/sub/y.py", "src/pkg0/z.py",
+        "src/pkg-x/w.py", "lib/util/z.py", "lib/tool.py", "docs/index.md", "tests/test_x.py",
+    ]  # fmt: skip
+    repo = make_repo({f: "x = 1\n" for f in files})
+    build_index(repo, progress=False)
+    space = Index.open(repo).space
+    expected = set()
+    for path in space.paths:
+        parts = path.split("/")
+        if len(parts) > 2 and parts[0] in ("src", "lib"):
+            expected.add(parts[1])
+        elif len(parts) > 1:
+            expected.add(parts[0])
+    assert space.top_directories() == expected
+    assert expected >= {"top", "top-x", "top0", "src", "pkg", "pkg0", "pkg-x", "util", "lib"}
