@@ -210,14 +210,19 @@ class RowSpace:
         paths, out, i = self.paths, set(), 0
         while i < len(paths):
             top, sep, rest = paths[i].partition("/")
-            name, nested, _ = rest.partition("/")
-            if not sep or (top in ("src", "lib") and not nested):
-                out.update([top] if sep else [])  # `src/x.py` names `src`; `x.py` nothing
+            if not sep:  # a file at the root: no directory
                 i += 1
                 continue
-            # `<top>/...` (or `src/<name>/...`) end before `<top>0`: "0" follows "/"
-            prefix = f"{top}/{name}" if top in ("src", "lib") else top
-            out.add(name if top in ("src", "lib") else top)
+            name, prefix = top, top
+            if top in ("src", "lib"):
+                second, nested, _ = rest.partition("/")
+                if not nested:  # `src/x.py` names `src`
+                    out.add(top)
+                    i += 1
+                    continue
+                name, prefix = second, f"{top}/{second}"
+            out.add(name)
+            # every `<prefix>/...` sorts before `<prefix>0` ("0" follows "/")
             i = bisect.bisect_left(paths, prefix + "0", lo=i)
         return out
 

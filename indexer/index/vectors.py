@@ -135,12 +135,11 @@ class JsonVocab(Mapping[str, int]):
         # left, then compared: ~30 us, where `bytes.rfind` took 0.3-0.6 ms (a quote every few
         # bytes defeats its skips). The highest row wins, as in the dict.
         needle = term.encode("ascii")
-        starts, lengths, firsts = self._layout
+        raw, starts, lengths, firsts = self._layout
         if not needle:
             rows = np.flatnonzero(lengths == 0)
         else:
             rows = np.flatnonzero((lengths == len(needle)) & (firsts == needle[0]))
-            raw = np.frombuffer(self.data, dtype=np.uint8)
             j = 1
             while len(rows) > 8 and j < len(needle):
                 rows = rows[raw.take(starts.take(rows) + j) == needle[j]]
@@ -152,11 +151,12 @@ class JsonVocab(Mapping[str, int]):
         return None
 
     @cached_property
-    def _layout(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Each term's first byte's offset, its length and that byte (for the scan)."""
+    def _layout(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The bytes as an array; each term's first byte's offset, its length and that byte
+        (for the scan)."""
+        raw = np.frombuffer(self.data, dtype=np.uint8)
         starts = self.quotes[0::2] + 1
-        lengths = self.quotes[1::2] - starts
-        return starts, lengths, np.frombuffer(self.data, dtype=np.uint8).take(starts)
+        return raw, starts, self.quotes[1::2] - starts, raw.take(starts)
 
     def __contains__(self, term: object) -> bool:
         return isinstance(term, str) and self._find(term) is not None

@@ -328,17 +328,15 @@ def main(argv: Sequence[str] | None = None, forward: bool = True) -> int:
     args = parser.parse_args(argv)
     args.one_shot = forward  # this process answers one command (a server passes False)
     try:
-        if forward and args.command in FORWARDED:
-            index_dir = _index_dir(args)
+        index_dir = _index_dir(args) if forward and args.command in FORWARDED else None
+        if index_dir is not None:
             code = serve_cli.forwarded(args, argv, index_dir)
             if code is not None:
                 return code
-            code = int(args.func(args))
-            if code in (0, 1):  # answered (1: nothing found), so the index is there
-                serve_cli.start_for_next(args, index_dir)
-            return code
-        code = args.func(args)
-        return int(code)
+        code = int(args.func(args))
+        if index_dir is not None and code in (0, 1):  # answered (1: nothing found)
+            serve_cli.start_for_next(args, index_dir)
+        return code
     except IndexerError as exc:
         print(f"indexer: error: {clean(exc)}", file=sys.stderr)
         return exc.exit_code

@@ -218,8 +218,11 @@ class Server:
         for query in WARM_UP_QUERIES:
             argv = ["search", query, *where, "--index-dir", str(self.index_dir), "--no-log"]
             sink = _Capture(False)
-            quiet = contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink)
-            with contextlib.suppress(Exception), quiet[0], quiet[1]:
+            with (
+                contextlib.suppress(Exception),
+                contextlib.redirect_stdout(sink),
+                contextlib.redirect_stderr(sink),
+            ):
                 codes.append(main([*argv, "--json"], forward=False))
         self.warmed_up = bool(codes) and all(code in (0, 1) for code in codes)
 
