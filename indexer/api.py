@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from .search.definitions import DefinitionTable
     from .search.filters import SearchFilter
     from .search.related_types import Related
+    from .search.rerank import PathForms
 
 __all__ = ["Index", "Query", "SearchResult", "build_index", "parse_query"]
 
@@ -341,8 +342,9 @@ class Index(GenerationView):
     @cached_property
     def path_term_cache(
         self,
-    ) -> list[tuple[tuple[frozenset[str], ...], tuple[frozenset[str], ...], frozenset[str]] | None]:
-        """Per file: its stem's and its directories' terms, filled as files are ranked."""
+    ) -> list[PathForms | None]:
+        """Per file: its stem's and its directories' word forms with the union of each (shared
+        objects), filled as files are ranked."""
         return [None] * self.space.n_files
 
     @cached_property

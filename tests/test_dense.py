@@ -246,6 +246,44 @@ def test_candidates_search_over_segments_equals_a_full_build(
     assert "faiss" in sys.modules and "_fast" not in shot.dense.__dict__
 
 
+def test_a_long_lived_process_reads_large_codes_with_pread(
+    make_repo: MakeRepo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Above MAPPED_CODES_MAX bytes of 8-bit codes a long-lived process reads its candidates'
+    codes with pread, never through the map (which would stay resident): the same neighbours
+    and similarities as the mapped gather."""
+    monkeypatch.setattr(dense_view, "CANDIDATE_FACTOR", 2)
+    repo = make_repo(many_functions())
+    build_index(repo, index_dir=tmp_path / "idx", progress=False)
+    mapped = Index(current_generation(tmp_path / "idx"))
+    texts = ("open a tcp connection with retries", "sum of items", "value returned")
+    queries = [mapped.vectors.embed(text) for text in texts]
+    expected = [mapped.dense.search(query, 10) for query in queries]
+    monkeypatch.setattr(dense_view, "MAPPED_CODES_MAX", 0)
+    read = Index(current_generation(tmp_path / "idx"))
+    for query, (sims, rows) in zip(queries, expected, strict=True):
+        got_sims, got_rows = read.dense.search(query, 10)
+        np.testing.assert_array_equal(got_sims, sims)
+        np.testing.assert_array_equal(got_rows, rows)
+    assert "_fast" in read.dense.__dict__  # the long-lived scan, not the one-shot one
+    if Path("/proc/self/smaps").exists():
+        assert [resident_kb(s.dense.codes) for s in read.space.segments] == [0]
+        assert resident_kb(mapped.space.segments[0].dense.codes) > 0
+
+
+def resident_kb(array: np.ndarray) -> int:
+    """Resident kB of the memory mapping that holds `array` (/proc/self/smaps)."""
+    address, inside = array.ctypes.data, False
+    for line in Path("/proc/self/smaps").read_text().splitlines():
+        head = line.split(" ", 1)[0]
+        if "-" in head and all(c in "0123456789abcdef-" for c in head):
+            lo, hi = (int(x, 16) for x in head.split("-"))
+            inside = lo <= address < hi
+        elif inside and line.startswith("Rss:"):
+            return int(line.split()[1])
+    raise AssertionError("no mapping holds the array")
+
+
 def test_search_over_segments_equals_the_merged_index(make_repo: MakeRepo, tmp_path: Path) -> None:
     """Several segments (an update, deleted rows), every row a candidate: the same neighbours
     and similarities as a full build of the same commit."""
