@@ -254,8 +254,8 @@ def rerank(index: Index, q: Query, rows: np.ndarray, scores: np.ndarray) -> np.n
         named = PathWords(q)
         matched = np.zeros(len(unique_files), dtype=np.float64)
         cache, hits = index.path_term_cache, named.hits
-        for j, f in enumerate(unique_files):
-            known = cache[f]  # most paths: no word named
+        for j, f in enumerate(unique_files):  # most paths: no word named
+            known = cache[f]
             if known is None or not (known[1].isdisjoint(hits) and known[3].isdisjoint(hits)):
                 matched[j] = path_match(index, f, q, named)
         factor *= 1.0 + w["path"] * matched
@@ -368,13 +368,13 @@ class PathWords:
         return sum(1 for forms in words if not forms.isdisjoint(hits))
 
 
-def _word_forms(path: str) -> tuple[frozenset[str], ...]:
+def _word_forms(path: str) -> Forms:
     """Each distinct term of a path, as written and stemmed."""
     return tuple(frozenset((t, stem(t))) for t in dict.fromkeys(path_terms(path)))
 
 
 @functools.lru_cache(maxsize=16384)
-def _path_forms(part: str) -> tuple[tuple[frozenset[str], ...], frozenset[str]]:
+def _path_forms(part: str) -> tuple[Forms, frozenset[str]]:
     """A file stem's or a directory's word forms and their union, shared by every file with
     that stem or in that directory (one copy per file was 7 MB at 163k chunks)."""
     words = _word_forms(part) if part else ()
