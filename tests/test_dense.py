@@ -16,7 +16,7 @@ import pytest
 
 from indexer import Index, build_index
 from indexer.errors import IndexerError
-from indexer.index import dense_pq, dense_view
+from indexer.index import dense_pq
 from indexer.index.build import update_index
 from indexer.index.code_scan import candidates
 from indexer.index.dense import Codec, DenseIndex, decode, encode, similarities
@@ -219,7 +219,7 @@ def test_candidates_search_over_segments_equals_a_full_build(
     """With fewer candidates than rows (the compact codes choose), an update's segments give
     the neighbours and similarities of a full build, the similarities are the 8-bit codes'
     own, and a one-shot process gives what the long-lived one does."""
-    monkeypatch.setattr(dense_view, "CANDIDATE_FACTOR", 2)
+    monkeypatch.setenv("INDEXER_DENSE_CANDIDATES", "2")
     repo = make_repo(many_functions())
     build_index(repo, index_dir=tmp_path / "inc", progress=False)
     write_files(
@@ -249,17 +249,17 @@ def test_candidates_search_over_segments_equals_a_full_build(
 def test_a_long_lived_process_reads_large_codes_with_pread(
     make_repo: MakeRepo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Above MAPPED_CODES_MAX bytes of 8-bit codes a long-lived process reads its candidates'
+    """Above $INDEXER_MAPPED_CODES_MB of 8-bit codes a long-lived process reads its candidates'
     codes with pread, never through the map (which would stay resident): the same neighbours
     and similarities as the mapped gather."""
-    monkeypatch.setattr(dense_view, "CANDIDATE_FACTOR", 2)
+    monkeypatch.setenv("INDEXER_DENSE_CANDIDATES", "2")
     repo = make_repo(many_functions())
     build_index(repo, index_dir=tmp_path / "idx", progress=False)
     mapped = Index(current_generation(tmp_path / "idx"))
     texts = ("open a tcp connection with retries", "sum of items", "value returned")
     queries = [mapped.vectors.embed(text) for text in texts]
     expected = [mapped.dense.search(query, 10) for query in queries]
-    monkeypatch.setattr(dense_view, "MAPPED_CODES_MAX", 0)
+    monkeypatch.setenv("INDEXER_MAPPED_CODES_MB", "0")
     read = Index(current_generation(tmp_path / "idx"))
     for query, (sims, rows) in zip(queries, expected, strict=True):
         got_sims, got_rows = read.dense.search(query, 10)
@@ -269,6 +269,29 @@ def test_a_long_lived_process_reads_large_codes_with_pread(
     if Path("/proc/self/smaps").exists():
         assert [resident_kb(s.dense.codes) for s in read.space.segments] == [0]
         assert resident_kb(mapped.space.segments[0].dense.codes) > 0
+
+
+def test_bad_dense_settings_are_one_line_errors(
+    make_repo: MakeRepo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A dense setting that is not a number stops a search with one line naming it (exit 2),
+    in the CLI and in the API; the index stays usable once it is fixed."""
+    repo = make_repo({"billing.py": PYTHON_BILLING})
+    build_index(repo, index_dir=tmp_path / "idx", progress=False)
+    search = ("search", "tax rate", "--repo", str(repo), "--index-dir", str(tmp_path / "idx"))
+    for value in ("three", "0", "1.5"):
+        monkeypatch.setenv("INDEXER_DENSE_CANDIDATES", value)
+        result = run_cli(*search)
+        assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stderr
+        assert "INDEXER_DENSE_CANDIDATES" in result.stderr and "Traceback" not in result.stderr
+    monkeypatch.delenv("INDEXER_DENSE_CANDIDATES")
+    monkeypatch.setenv("INDEXER_MAPPED_CODES_MB", "lots")
+    index = Index(current_generation(tmp_path / "idx"))
+    with pytest.raises(IndexerError, match="INDEXER_MAPPED_CODES_MB must be a number"):
+        index.search("tax rate")
+    monkeypatch.setenv("INDEXER_MAPPED_CODES_MB", "0.5")
+    assert index.search("tax rate")[0].path == "billing.py"
+    assert run_cli(*search).returncode == 0
 
 
 def resident_kb(array: np.ndarray) -> int:

@@ -1,6 +1,6 @@
 """The vector side of a row space: candidates by compact codes, ranked by the 8-bit codes.
 
-A search for k rows takes the CANDIDATE_FACTOR x k live rows whose 4-bit compact codes score
+A search for k rows takes the candidate_factor() x k live rows whose 4-bit compact codes score
 best (indexer/index/dense_pq.py), reads those rows' 8-bit codes from the segment files and
 returns the k best by their cosines, ordered by (similarity, row): the similarities are the
 stored codes' own, and ties do not depend on segment order. With fewer live rows than that,
@@ -8,7 +8,7 @@ every row is a candidate (the search is exact).
 
 A long-lived process (`Index` in the MCP server, `indexer serve`, a notebook) holds the compact
 codes of every live row once, in global row order, in a FAISS `IndexPQFastScan` (4-bit SIMD
-lookups, ~0.2 ms for 38k rows): FAISS's top 2 x CANDIDATE_FACTOR x k rows are rescored exactly
+lookups, ~0.2 ms for 38k rows): FAISS's top 2 x candidate_factor() x k rows are rescored exactly
 as the one-shot numpy scan (indexer/index/code_scan.py) scores every row, so both pick the same
 candidates (FAISS's 8-bit lookup tables ranked a true candidate at most 1.33x the count deep in
 the measurements; 351 real queries give identical results at 38k and 163k rows, see
@@ -18,14 +18,13 @@ FAISS's), where a copy of the 8-bit codes was 256 plus a 96-byte coarse table.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from functools import cached_property
 from typing import Any
 
 import numpy as np
 
-from ..errors import CorruptIndexError
+from ..errors import CorruptIndexError, env_number, env_whole_number
 from . import dense_pq
 from .dense import Codec, DenseIndex, decode, read_rows, similarities
 from .integrity import REBUILD
@@ -35,7 +34,12 @@ from .reader import RowSpace
 # 400 holds 0.92-0.96 of the exact scan's at 163k chunks, the top 10 all of it, and the dev sets'
 # fused and dense recall equal the exact scan's (docs/benchmarks.md); the fetch of the 8-bit
 # codes grows with it. A large value makes every search exact.
-CANDIDATE_FACTOR = int(os.environ.get("INDEXER_DENSE_CANDIDATES", "3"))
+DEFAULT_CANDIDATE_FACTOR = 3
+
+
+def candidate_factor() -> int:
+    """$INDEXER_DENSE_CANDIDATES, else DEFAULT_CANDIDATE_FACTOR (read per search: a few us)."""
+    return env_whole_number("INDEXER_DENSE_CANDIDATES", DEFAULT_CANDIDATE_FACTOR, minimum=1)
 
 
 # A long-lived process gathers the candidates' 8-bit codes through the segments' memory maps,
@@ -44,15 +48,10 @@ CANDIDATE_FACTOR = int(os.environ.get("INDEXER_DENSE_CANDIDATES", "3"))
 # chunks; page cache that every process of the index shares and the kernel can drop).
 # INDEXER_MAPPED_CODES_MB caps what is read that way: above it the rows are read with pread, as
 # a one-shot CLI reads them (measured at 163k chunks: RSS 163 -> 120 MB, warm p50 +4-15 %).
-def _mapped_codes_max(value: str) -> int | None:
-    """Bytes from INDEXER_MAPPED_CODES_MB; None (no cap) when unset or not a number."""
-    try:
-        return max(0, int(float(value) * (1 << 20)))
-    except ValueError:
-        return None
-
-
-MAPPED_CODES_MAX = _mapped_codes_max(os.environ.get("INDEXER_MAPPED_CODES_MB", ""))
+def mapped_codes_max() -> int | None:
+    """Bytes from $INDEXER_MAPPED_CODES_MB; None (no cap) when unset."""
+    megabytes = env_number("INDEXER_MAPPED_CODES_MB")
+    return None if megabytes is None else int(megabytes * (1 << 20))
 
 
 class FastScan:
@@ -147,7 +146,7 @@ class DenseView:
             return np.zeros(0, dtype=np.float32), np.zeros(0, dtype=np.int64)
         codec = self.codec
         q = np.asarray(query, dtype=np.float32).reshape(-1)
-        count = CANDIDATE_FACTOR * k
+        count = candidate_factor() * k
         if codec.centroids is None or count >= n:
             rows = np.arange(n, dtype=np.int64)
         else:
@@ -164,9 +163,8 @@ class DenseView:
 
     @cached_property
     def _codes_mapped(self) -> bool:
-        if MAPPED_CODES_MAX is None:
-            return True
-        return sum(dense.n_rows * dense.dim for dense, _ in self.parts) <= MAPPED_CODES_MAX
+        limit = mapped_codes_max()
+        return limit is None or sum(d.n_rows * d.dim for d, _ in self.parts) <= limit
 
     def reconstruct(self, rows: np.ndarray) -> np.ndarray:
         """Stored (decoded) vectors of global rows."""
@@ -187,7 +185,7 @@ class DenseView:
         if any(dense.dim != width for dense, _ in self.parts):
             raise CorruptIndexError(f"segments of one index have different vector codes; {REBUILD}")
         if not self.one_shot and self._codes_mapped:
-            # Through the segments' memory maps (MAPPED_CODES_MAX).
+            # Through the segments' memory maps (mapped_codes_max).
             for i, (dense, _) in enumerate(self.parts):
                 mine = order[part[order] == i]
                 if len(mine):

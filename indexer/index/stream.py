@@ -13,12 +13,11 @@ space is path-ordered whatever the segments: indexer/index/reader.py).
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 from typing import Any
 
-from ..errors import IndexerError
+from ..errors import IndexerError, env_whole_number
 from .dense import Codec
 from .store import SEGMENTS, SegmentWriter, new_name
 from .vectors import StaticVectors
@@ -38,12 +37,7 @@ def chunks_per_segment(value: int | None = None) -> int:
     """The chunks a build puts in one segment: `value`, else $INDEXER_SEGMENT_CHUNKS, else the
     default."""
     if value is None:
-        raw = os.environ.get(SEGMENT_CHUNKS_ENV)
-        try:
-            value = int(raw) if raw else DEFAULT_SEGMENT_CHUNKS
-        except ValueError:
-            message = f"{SEGMENT_CHUNKS_ENV} must be a whole number, not {raw!r}"
-            raise IndexerError(message) from None
+        value = env_whole_number(SEGMENT_CHUNKS_ENV, DEFAULT_SEGMENT_CHUNKS)
     if value < 1:
         raise IndexerError(f"the segment size must be at least 1 chunk, not {value}")
     return value
