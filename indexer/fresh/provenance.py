@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import IndexerError
+from ..index import npy
 from ..index.dense import faiss_id
 from ..index.graph.fact_files import FACTS_LINES, FACTS_META, FACTS_OFFSETS
 from ..index.integrity import CHUNK_SUMS, check_rows, chunk_sums, meta_sum
@@ -69,7 +70,7 @@ def check_provenance(
 
 
 def _array(read: Callable[[str], bytes], name: str) -> np.ndarray:
-    array: np.ndarray = np.load(io.BytesIO(read(name)), allow_pickle=False)
+    array: np.ndarray = npy.load(io.BytesIO(read(name)))
     return array
 
 

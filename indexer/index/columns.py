@@ -12,6 +12,7 @@ from typing import TypeVar, overload
 import numpy as np
 
 from ..errors import CorruptIndexError
+from . import npy
 from .integrity import REBUILD
 from .segment_format import line_starts_path, map_file, release_pages
 
@@ -226,7 +227,7 @@ def _stored_starts(path: Path, count: int, size: int) -> np.ndarray:
     """The line starts written beside a text column, checked against it."""
     starts_path = line_starts_path(path)
     try:
-        starts: np.ndarray = np.load(starts_path, allow_pickle=False, mmap_mode="r")
+        starts: np.ndarray = npy.load(starts_path, "r")
     except (OSError, ValueError) as exc:
         raise CorruptIndexError(f"index file {starts_path.name} is damaged; {REBUILD}") from exc
     expected_end = size + 1 if count else 0

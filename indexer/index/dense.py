@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import dense_pq
+from . import dense_pq, npy
 
 CODES = "dense_codes.npy"
 RANGES = "dense_ranges.npy"
@@ -118,9 +118,7 @@ class DenseIndex:
 
     def _load(self, name: str, mmap: bool) -> np.ndarray:
         assert self.directory is not None
-        array: np.ndarray = np.load(
-            self.directory / name, allow_pickle=False, mmap_mode="r" if mmap else None
-        )
+        array: np.ndarray = npy.load(self.directory / name, "r" if mmap else None)
         return array
 
     def _damaged(self, name: str) -> Exception:

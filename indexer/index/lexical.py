@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from . import npy
 from .bm25_params import K1 as K1
 from .bm25_params import B as B
 
@@ -145,13 +146,13 @@ class LexicalIndex:
         vocab = meta["terms"]
         return cls(
             vocab,
-            np.load(directory / "bm25_indptr.npy", allow_pickle=False),
-            np.load(directory / "bm25_docs.npy", allow_pickle=False, mmap_mode="r"),
-            np.load(directory / "bm25_scores.npy", allow_pickle=False, mmap_mode="r"),
-            np.load(directory / "bm25_idf.npy", allow_pickle=False),
+            npy.load(directory / "bm25_indptr.npy"),
+            npy.load(directory / "bm25_docs.npy", "r"),
+            npy.load(directory / "bm25_scores.npy", "r"),
+            npy.load(directory / "bm25_idf.npy"),
             int(meta["n_docs"]),
-            np.load(directory / "bm25_tfs.npy", allow_pickle=False, mmap_mode="r"),
-            np.load(directory / "bm25_doclen.npy", allow_pickle=False, mmap_mode="r"),
+            npy.load(directory / "bm25_tfs.npy", "r"),
+            npy.load(directory / "bm25_doclen.npy", "r"),
         )
 
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import CorruptIndexError
-from . import defined_names, integrity
+from . import defined_names, integrity, npy
 from .columns import Lines
 from .dense import FILES as DENSE_FILES
 from .dense import DenseIndex
@@ -133,7 +133,7 @@ class Segment:
         return self.directory / name
 
     def _array(self, name: str, rows: int, mmap_mode: Any = None) -> np.ndarray:
-        array: np.ndarray = np.load(self._path(name), allow_pickle=False, mmap_mode=mmap_mode)
+        array: np.ndarray = npy.load(self._path(name), mmap_mode)
         if array.ndim != 1 or len(array) != rows:
             raise CorruptIndexError(f"index file {name} is damaged; {REBUILD}")
         return array
@@ -261,12 +261,8 @@ class Segment:
         (indexer/index/defined_names.py)."""
         if self.directory is None:  # in memory (a working-tree overlay): made here
             return defined_names.table(self.symbols, self.defines)
-        keys: np.ndarray = np.load(
-            self._path(defined_names.KEYS), allow_pickle=False, mmap_mode="r"
-        )
-        rows: np.ndarray = np.load(
-            self._path(defined_names.ROWS), allow_pickle=False, mmap_mode="r"
-        )
+        keys: np.ndarray = npy.load(self._path(defined_names.KEYS), "r")
+        rows: np.ndarray = npy.load(self._path(defined_names.ROWS), "r")
         if not defined_names.valid(keys, rows):
             raise CorruptIndexError(f"index file {defined_names.KEYS} is damaged; {REBUILD}")
         return keys, rows, self.manifest.get(defined_names.UNIQUE) is True
@@ -296,9 +292,7 @@ class Segment:
     @cached_property
     def postings(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(indptr, docs, tfs); docs and tfs memory-mapped."""
-        indptr: np.ndarray = np.load(
-            self._path("bm25_indptr.npy"), allow_pickle=False, mmap_mode="r"
-        )
+        indptr: np.ndarray = npy.load(self._path("bm25_indptr.npy"), "r")
         total = int(self.manifest["postings"])
         if indptr.ndim != 1 or len(indptr) < 1 or int(indptr[-1]) != total:
             raise CorruptIndexError(f"index file bm25_indptr.npy is damaged; {REBUILD}")

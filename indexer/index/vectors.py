@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import IndexerError
+from . import npy
 from .dense import mapped_file
 from .dense_pq import CENTROIDS_FILE, valid_codebook
 from .tokens import code_terms
@@ -199,13 +200,13 @@ class StaticVectors:
         directory = directory or default_table_dir()
         try:
             terms = JsonVocab.of((directory / "vocab.json").read_bytes())
-            vectors = np.load(directory / "vectors.npy", allow_pickle=False, mmap_mode="r")
-            scales = np.load(directory / "scales.npy", allow_pickle=False)
-            weights = np.load(directory / "weights.npy", allow_pickle=False)
+            vectors = npy.load(directory / "vectors.npy", "r")
+            scales = npy.load(directory / "scales.npy")
+            weights = npy.load(directory / "weights.npy")
             card = json.loads((directory / "card.json").read_text(encoding="utf-8"))
             centroids = None
             if (directory / CENTROIDS_FILE).exists():
-                centroids = np.load(directory / CENTROIDS_FILE, allow_pickle=False)
+                centroids = npy.load(directory / CENTROIDS_FILE)
         except (OSError, ValueError) as exc:
             raise IndexerError(
                 f"static vector table missing or unreadable in {directory}: {exc}"

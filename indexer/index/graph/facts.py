@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import CorruptIndexError
+from .. import npy
 from .fact_files import (
     FACTS_KEYS,
     FACTS_LINES,
@@ -173,9 +174,9 @@ class FactsSegment:
         self.directory = directory
         try:
             meta = json.loads((directory / FACTS_META).read_text(encoding="utf-8"))
-            self.offsets = np.load(directory / FACTS_OFFSETS, mmap_mode="r", allow_pickle=False)
-            self.keys = np.load(directory / FACTS_KEYS, mmap_mode="r", allow_pickle=False)
-            self.values = np.load(directory / FACTS_VALUES, mmap_mode="r", allow_pickle=False)
+            self.offsets = npy.load(directory / FACTS_OFFSETS, "r")
+            self.keys = npy.load(directory / FACTS_KEYS, "r")
+            self.values = npy.load(directory / FACTS_VALUES, "r")
         except (OSError, ValueError) as exc:
             raise CorruptIndexError(f"unreadable graph facts in {directory}") from exc
         if not isinstance(meta, dict) or meta.get("version") != FACTS_VERSION:
