@@ -108,13 +108,6 @@ def assert_top_equals_exhaustive(
     # Rows the search never saw: looked up when asked.
     others = np.arange(0, view.n_docs, 7)
     np.testing.assert_array_equal(hits.coverage(others), coverage[others])
-    # Begun, then finished with rows found meanwhile (a dense search in another thread).
-    half = len(also) // 2
-    late = view.start(terms, boosts, n, allowed, also=also[:half]).finish(also[half:])
-    np.testing.assert_array_equal(late.rows, expected)
-    np.testing.assert_array_equal(late.scores, bm25[expected])
-    np.testing.assert_array_equal(late.seen, hits.seen)  # nothing left to look up later
-    np.testing.assert_array_equal(late.coverage(asked), coverage[asked])
 
 
 @pytest.mark.parametrize(
@@ -217,24 +210,6 @@ def test_concurrent_searches_of_one_view(views: dict[str, Index]) -> None:
     for got in results.values():
         for a, b in zip(got, expected, strict=True):
             np.testing.assert_array_equal(a, b)
-
-
-def test_a_search_begun_and_cancelled_frees_the_views_buffers(views: dict[str, Index]) -> None:
-    """While a begun search holds the view's buffers another search gets its own; a cancelled
-    one gives them back, and what it left in them changes no later answer."""
-    view = views["streamed"].lexical
-    _, common = vocabulary(view)
-    lean, other = [*common[:6], "segment"], ["dense", "rerank", "manifest"]
-    expected = view.top(other, {}, 50).rows
-    pending = view.start(lean, {}, 50)
-    assert pending.sums is not None  # a small query: scored at once, its sums in the buffers
-    np.testing.assert_array_equal(view.top(other, {}, 50).rows, expected)  # its own buffers
-    pending.cancel()
-    for _ in range(2):
-        np.testing.assert_array_equal(view.top(other, {}, 50).rows, expected)
-    scratch = view._scratch
-    assert scratch is not None and scratch.lock.acquire(blocking=False)
-    scratch.lock.release()
 
 
 def test_search_over_segments_equals_merged(views: dict[str, Index]) -> None:

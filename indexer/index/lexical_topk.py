@@ -266,7 +266,7 @@ class TopN:
         """(candidates, their exact scores, the candidates + `also` sorted, their coverage):
         every row of the true top n is a candidate."""
         if self.lean:
-            return self.lean_coverage(*self.lean_sums(n), also)
+            return self._lean(n, also)
         s, rest, starts = self.s, self.rest, self.starts.tolist()
         m = len(self.order)
         if self.eligible is not None:
@@ -331,12 +331,11 @@ class TopN:
         self._keep(got, self.raw.take(at), place)
         return self._exact(rows[:0], rows)
 
-    def lean_sums(self, n: int) -> tuple[np.ndarray, np.ndarray]:
-        """(candidates, their sums) of a lean query: every posting scored, in query-term order,
-        and added up per row in that order (np.add.at adds element after element, as
-        np.bincount does): the exact sums, in the view's own buffers, with nothing to prune.
-        No `also` is needed yet: `lean_coverage` takes it (a caller may find it meanwhile)."""
-        s, m = self.s, len(self.order)
+    def _lean(self, n: int, also: np.ndarray) -> Result:
+        """Every posting scored, in query-term order here, and added up per row in that order
+        (np.add.at adds element after element, as np.bincount does): the exact sums, in the
+        view's own buffers, with nothing to prune."""
+        s, q, m = self.s, self.q, len(self.order)
         rows, starts, k = self.rows, self.starts.tolist(), 0
         while k < m:  # terms a chunk at a time: the temporaries stay small
             stop = k + 1
@@ -361,12 +360,6 @@ class TopN:
         if len(cands) > n > 0:  # the n best and every row tied with the n-th
             nth = np.partition(sums, len(sums) - n)[len(sums) - n]
             cands, sums = cands[sums >= nth], sums[sums >= nth]
-        return cands, sums
-
-    def lean_coverage(self, cands: np.ndarray, sums: np.ndarray, also: np.ndarray) -> Result:
-        """`run`'s result for a lean query from `lean_sums`: the coverage of the candidates and
-        of `also`, then the view's buffers cleared."""
-        s, q, rows = self.s, self.q, self.rows
         seen = union(cands, also)
         # Coverage of those rows only: their postings' idf, added in posting order.
         s.flags[seen] = 1

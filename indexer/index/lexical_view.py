@@ -17,6 +17,7 @@ import math
 import os
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
@@ -26,9 +27,8 @@ from ..errors import CorruptIndexError
 from .bm25_params import K1, B
 from .columns import Lines
 from .integrity import REBUILD
-from .lexical_hits import LexicalHits, PendingTop
 from .lexical_topk import TopN
-from .postings import PREAD_MIN, Scratch, Source, Terms
+from .postings import PREAD_MIN, Scratch, Source, Terms, union
 from .reader import RowSpace
 
 
@@ -86,6 +86,30 @@ class _IdfTable:
 
     def __getitem__(self, i: int) -> float:
         return self.values[i]
+
+
+@dataclass
+class LexicalHits:
+    """The BM25 top rows of a query, and the keyword coverage of the rows the ranking reads."""
+
+    rows: np.ndarray  # best first, every one with a positive score; ties in row order
+    scores: np.ndarray  # float32, exactly LexicalView.score's
+    seen: np.ndarray  # sorted rows whose coverage is known (rows + `also`)
+    seen_coverage: np.ndarray
+    view: LexicalView
+    terms: Sequence[str]
+
+    def coverage(self, rows: np.ndarray) -> np.ndarray:
+        """Idf-weighted fraction of the query's terms each row has (LexicalView.score's)."""
+        rows = np.asarray(rows, dtype=np.int64)
+        pos = np.clip(np.searchsorted(self.seen, rows), 0, max(len(self.seen) - 1, 0))
+        known = self.seen[pos] == rows if len(self.seen) else np.zeros(len(rows), dtype=bool)
+        if known.all():
+            return self.seen_coverage[pos]
+        out = np.zeros(len(rows), dtype=np.float32)
+        out[known] = self.seen_coverage[pos[known]]
+        out[~known] = self.view.coverage(self.terms, rows[~known])
+        return out
 
 
 class LexicalView:
@@ -227,31 +251,22 @@ class LexicalView:
         """The n best rows by BM25 among `allowed` (a row mask), as `top_rows(score(...), n)`
         gives them, with the coverage of those rows and of `also` (rows the caller will ask
         about), without scoring every posting of the query's common terms."""
-        return self.start(terms, boosts, n, allowed, also).finish()
-
-    def start(
-        self,
-        terms: Sequence[str],
-        boosts: Mapping[str, float] | None,
-        n: int,
-        allowed: np.ndarray | None = None,
-        also: np.ndarray | None = None,
-    ) -> PendingTop:
-        """`top`, begun: a query with few postings (lean) is scored now, and `finish` adds the
-        coverage of rows found meanwhile (a dense search in another thread); a pruned query
-        needs every `also` row before it starts, so it runs in `finish`."""
         also_rows = np.zeros(0, dtype=np.int64) if also is None else np.asarray(also, np.int64)
         query = self.resolve(terms, boosts)
         if query is None or self.n_docs == 0:
-            return PendingTop(self, terms, n, also_rows, None)
-        norm, _, live = self._laid_out
+            rows, seen = np.zeros(0, dtype=np.int64), union(also_rows)
+            none = np.zeros(0, dtype=np.float32)
+            return LexicalHits(rows, none, seen, np.zeros(len(seen), np.float32), self, terms)
+        norm, to_global, live = self._laid_out
         eligible = allowed
-        if live is not None:
+        if to_global is not None:
             if allowed is None:  # every live row (read only, as TopN reads it): made once
                 eligible = live
             else:
-                eligible = np.zeros(len(live), dtype=bool)
+                eligible = np.zeros(len(to_global), dtype=bool)
                 eligible[self.space.global_to_cat] = allowed
+            also_rows = self.space.global_to_cat[also_rows]
+        also_rows = union(also_rows)
         if self._scratch is None:
             self._scratch = Scratch(int(self.space.seg_offsets[-1]))
         scratch = self._scratch
@@ -264,15 +279,34 @@ class LexicalView:
                 scratch if owned else Scratch(len(scratch.acc)),
                 eligible,
             )
-            pending = PendingTop(self, terms, n, also_rows, search, scratch if owned else None)
-            if n > 0 and search.lean:
-                pending.sums = search.lean_sums(n)
+            cands, scores, seen, coverage = (
+                search.run(n, also_rows) if n > 0 else search.coverage(also_rows)
+            )
+            if n > 0:  # (a coverage lookup is not a search)
+                self.last_stats = {
+                    "postings": search.total,
+                    "scored": search.scored,
+                    "looked_up": search.looked,
+                }
         except BaseException:
             if owned:
                 self._scratch = None  # its buffers may hold this query's partial sums
-                scratch.lock.release()
             raise
-        return pending
+        finally:
+            if owned:
+                scratch.lock.release()
+        if to_global is not None:
+            cands, seen = to_global[cands], to_global[seen]
+            order = np.argsort(seen)
+            seen, coverage = seen[order], coverage[order]
+        positive = scores > 0
+        cands, scores = cands[positive], scores[positive]
+        if len(scores) > n > 0:  # the n best and every row tied with the n-th
+            nth = np.partition(scores, len(scores) - n)[len(scores) - n]
+            keep = scores >= nth
+            cands, scores = cands[keep], scores[keep]
+        best = np.lexsort((cands, -scores))[:n]
+        return LexicalHits(cands[best], scores[best], seen, coverage, self, terms)
 
     def coverage(self, terms: Sequence[str], rows: np.ndarray) -> np.ndarray:
         """score(terms)[1][rows], reading only what those rows need."""

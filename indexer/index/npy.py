@@ -2,9 +2,11 @@
 
 np.load parses each file's header with ast.literal_eval, and CPython 3.11's AST conversion
 keeps its recursion depth in state that every thread shares: two threads parsing at once can
-fail with "SystemError: AST constructor recursion depth mismatch" (python/cpython#106905; seen
-here when a query's background dense search loaded its arrays while its BM25 loaded others).
-Every array the index reads goes through `load`, which holds a lock for the header and the read.
+fail with "SystemError: AST constructor recursion depth mismatch" (python/cpython#106905). It
+was seen here when a query's dense search ran in a background thread while its BM25 loaded
+arrays (an experiment, dropped: docs/benchmarks.md, eleventh pass); a process that searches one
+index from several threads lazily loads arrays the same way. Every array the index reads goes
+through `load`, which holds a lock for the header and the read.
 """
 
 from __future__ import annotations

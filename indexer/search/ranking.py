@@ -7,7 +7,6 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..threads import Job
 from .fusion import confidence, recency_score, rrf
 from .rerank import file_evidence, rerank, saturate
 
@@ -44,10 +43,14 @@ def rank(
     top_dense = np.zeros(0, dtype=np.int64)
     dense_sims = np.zeros(0, dtype=np.float32)
     # A dense list with no weight changes no rank: skip the scan (confidence still gets
-    # every candidate's cosine below). It runs in the background while BM25 runs here.
-    dense_job = None
+    # every candidate's cosine below).
     if qvec.any() and "dense" in retrievers and w_dense > 0:
-        dense_job = Job(index.dense.search, qvec, n_cand)
+        dense_sims, top_dense = index.dense.search(qvec, n_cand)
+        if allowed is not None:  # filters: only the allowed part of the dense top-N
+            top_dense, dense_sims = (
+                top_dense[allowed[top_dense]],
+                dense_sims[allowed[top_dense]],
+            )
 
     # Names BM25 cannot see (`g`, one letter) and exact definitions of a symbol query.
     none = np.zeros(0, dtype=np.int64)
@@ -63,21 +66,9 @@ def rank(
         lexical = index.lexical.without_common(lexical, common)
     # BM25's top rows, pruned (indexer/index/lexical_topk.py), with the keyword coverage of
     # every row the lists above may bring in.
-    pending = index.lexical.start(
-        lexical, boosts, n_cand, allowed, also=np.concatenate([exact, title])
+    bm25 = index.lexical.top(
+        lexical, boosts, n_cand, allowed, also=np.concatenate([exact, title, top_dense])
     )
-    if dense_job is not None:
-        try:
-            dense_sims, top_dense = dense_job.result()
-        except BaseException:
-            pending.cancel()
-            raise
-        if allowed is not None:  # filters: only the allowed part of the dense top-N
-            top_dense, dense_sims = (
-                top_dense[allowed[top_dense]],
-                dense_sims[allowed[top_dense]],
-            )
-    bm25 = pending.finish(also=top_dense)
     top_bm25 = bm25.rows
     lists: list[tuple[np.ndarray, float]] = []
     if "bm25" in retrievers:
