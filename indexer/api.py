@@ -16,11 +16,11 @@ from .errors import IndexerError, check_types
 from .index.gitdir import git_dir as _git_dir
 from .index.integrity import corrupt_as_error
 from .index.store import current_generation, default_index_dir
-from .index.tokens import path_terms
 from .index.vectors import StaticVectors
 from .index.view import GenerationView, Overlay
 from .search.fusion import FusionConfig
 from .search.query import Query, parse_query
+from .search.ranked_view import RankedView
 from .search.ranking import rank
 from .search.results import SearchResult
 from .source.chunks import Chunk
@@ -30,12 +30,9 @@ if TYPE_CHECKING:
     from .index.overlay import OverlayState, WorktreeOverlay
     from .index.segment_data import SegmentData
     from .search.answers import Verdict
-    from .search.arrays import FileValues
     from .search.budget import Packed
-    from .search.definitions import DefinitionTable
     from .search.filters import SearchFilter
     from .search.related_types import Related
-    from .search.rerank import PathForms
 
 __all__ = ["Index", "Query", "SearchResult", "build_index", "parse_query"]
 
@@ -60,7 +57,7 @@ def _on_current(method: _Read) -> _Read:
     return read  # type: ignore[return-value]
 
 
-class Index(GenerationView):
+class Index(RankedView):
     """A read-only view of one repository's current index generation (its live segments),
     with searching, chunk lookup, the code graph commands and status on top of the arrays
     GenerationView (indexer/index/view.py) loads.
@@ -315,55 +312,6 @@ class Index(GenerationView):
     ) -> list[tuple[int, dict[str, float]]]:
         """Ranked (row, scores) pairs: see indexer/search/ranking.py."""
         return rank(self, q, k, cut, retrievers, allowed)
-
-    @cached_property
-    def _definitions(self) -> DefinitionTable:
-        from .search.definitions import DefinitionTable
-
-        return DefinitionTable(self.space)
-
-    def defining_rows(self, names: set[str], limit: int | None = None) -> np.ndarray:
-        """Rows that define one of `names` exactly (definitions before module-level names, each
-        in row order); the first `limit` of them only."""
-        from .search.definitions import definitions_first
-
-        found = {r for name in names for r in self._definitions.rows_defining(name)}
-        return definitions_first(np.asarray(sorted(found), dtype=np.int64), self.row_columns, limit)
-
-    @cached_property
-    def project_terms(self) -> set[str]:
-        """The project's own names (its top-level code directories, `src/<name>`): words that
-        every report about it says, so they never ask for tests or docs by themselves."""
-        from .source.pathclass import directory_flags
-
-        names = {top for top in self.space.top_directories() if not directory_flags(top + "/")}
-        return {t for name in names for t in path_terms(name)}
-
-    @cached_property
-    def path_term_cache(
-        self,
-    ) -> list[PathForms | None]:
-        """Per file: its stem's and its directories' word forms with the union of each (shared
-        objects), filled as files are ranked."""
-        return [None] * self.space.n_files
-
-    @cached_property
-    def flag_fixes(self) -> FileValues:
-        """Per file: the path-class flags to drop and to add (rerank.corrected_flags)."""
-        from .search.arrays import FileValues
-        from .search.rerank import flag_fix
-
-        return FileValues(self.space.n_files, lambda f: flag_fix(self, f), np.uint16)
-
-    @cached_property
-    def compound_keys(self) -> FileValues:
-        """Per file: hash of its stem as two query words spell it (rerank.compound_words)."""
-        from .search.arrays import FileValues
-        from .search.rerank import compound_key
-
-        return FileValues(
-            self.space.n_files, lambda f: hash(compound_key(self.space.paths[f])), np.int64
-        )
 
     def _result(self, row: int, s: dict[str, float], with_text: bool) -> SearchResult:
         chunk = self.chunk_at(row, with_text=with_text)

@@ -26,6 +26,7 @@ from .query import Query
 
 if TYPE_CHECKING:
     from ..api import Index
+    from .ranked_view import RankedView
 
 # Data and configuration files (indexer/source/datafiles.py) are asked for by these words or
 # by name.
@@ -184,7 +185,7 @@ def corrected_flags(index: Index, files: np.ndarray, flags: np.ndarray) -> np.nd
     return np.asarray((flags & ~drops) | adds, dtype=flags.dtype)
 
 
-def flag_fix(index: Index, f: int) -> int:
+def flag_fix(index: RankedView, f: int) -> int:
     """The path-class flags to drop from file f's chunks, and (<< 8) to add."""
     path = index.space.paths[f]
     # FLAG_DOCS comes from the path: the file's first chunk has it when any has.

@@ -1,0 +1,71 @@
+"""A generation view with what the ranking keeps per index: exact definitions by name, the
+project's own names, and per-file values the reranker fills in as files are ranked (their
+path word forms, path-class fixes, compound-name keys); `Index` (indexer/api.py) is one."""
+
+from __future__ import annotations
+
+from functools import cached_property
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..index.tokens import path_terms
+from ..index.view import GenerationView
+
+if TYPE_CHECKING:
+    from .arrays import FileValues
+    from .definitions import DefinitionTable
+    from .rerank import PathForms
+
+
+class RankedView(GenerationView):
+    """A generation view and the ranking's per-index tables, each made on first use."""
+
+    @cached_property
+    def _definitions(self) -> DefinitionTable:
+        from .definitions import DefinitionTable
+
+        return DefinitionTable(self.space)
+
+    def defining_rows(self, names: set[str], limit: int | None = None) -> np.ndarray:
+        """Rows that define one of `names` exactly (definitions before module-level names, each
+        in row order); the first `limit` of them only."""
+        from .definitions import definitions_first
+
+        found = {r for name in names for r in self._definitions.rows_defining(name)}
+        return definitions_first(np.asarray(sorted(found), dtype=np.int64), self.row_columns, limit)
+
+    @cached_property
+    def project_terms(self) -> set[str]:
+        """The project's own names (its top-level code directories, `src/<name>`): words that
+        every report about it says, so they never ask for tests or docs by themselves."""
+        from ..source.pathclass import directory_flags
+
+        names = {top for top in self.space.top_directories() if not directory_flags(top + "/")}
+        return {t for name in names for t in path_terms(name)}
+
+    @cached_property
+    def path_term_cache(
+        self,
+    ) -> list[PathForms | None]:
+        """Per file: its stem's and its directories' word forms with the union of each (shared
+        objects), filled as files are ranked."""
+        return [None] * self.space.n_files
+
+    @cached_property
+    def flag_fixes(self) -> FileValues:
+        """Per file: the path-class flags to drop and to add (rerank.corrected_flags)."""
+        from .arrays import FileValues
+        from .rerank import flag_fix
+
+        return FileValues(self.space.n_files, lambda f: flag_fix(self, f), np.uint16)
+
+    @cached_property
+    def compound_keys(self) -> FileValues:
+        """Per file: hash of its stem as two query words spell it (rerank.compound_words)."""
+        from .arrays import FileValues
+        from .rerank import compound_key
+
+        return FileValues(
+            self.space.n_files, lambda f: hash(compound_key(self.space.paths[f])), np.int64
+        )
