@@ -45,9 +45,7 @@ class RankedView(GenerationView):
         return {t for name in names for t in path_terms(name)}
 
     @cached_property
-    def path_term_cache(
-        self,
-    ) -> list[PathForms | None]:
+    def path_term_cache(self) -> list[PathForms | None]:
         """Per file: its stem's and its directories' word forms with the union of each (shared
         objects), filled as files are ranked."""
         return [None] * self.space.n_files
