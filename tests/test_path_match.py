@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from indexer import Index, build_index
+from indexer.search.path_names import PathWords, names_module, path_match
 from indexer.search.query import parse_query
-from indexer.search.rerank import PathWords, names_module, path_match
 
 from .conftest import MakeRepo
 

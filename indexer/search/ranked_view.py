@@ -15,7 +15,7 @@ from ..index.view import GenerationView
 if TYPE_CHECKING:
     from .arrays import FileValues
     from .definitions import DefinitionTable
-    from .rerank import PathForms
+    from .path_names import PathForms
 
 
 class RankedView(GenerationView):
@@ -62,7 +62,7 @@ class RankedView(GenerationView):
     def compound_keys(self) -> FileValues:
         """Per file: hash of its stem as two query words spell it (rerank.compound_words)."""
         from .arrays import FileValues
-        from .rerank import compound_key
+        from .path_names import compound_key
 
         return FileValues(
             self.space.n_files, lambda f: hash(compound_key(self.space.paths[f])), np.int64

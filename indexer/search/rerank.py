@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import functools
-import itertools
 import math
 import re
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..index.tokens import path_terms, split_identifier, stem
+from ..index.tokens import split_identifier
 from ..source.languages import PLAIN_TEXT, detect_language
 from ..source.pathclass import (
     FLAG_DATA,
@@ -22,6 +20,7 @@ from ..source.pathclass import (
     directory_flags,
 )
 from .arrays import member, unique_inverse
+from .path_names import PathWords, compound_key, named_exactly, names_module, names_path, path_match
 from .query import Query
 
 if TYPE_CHECKING:
@@ -83,45 +82,6 @@ def compound_words(index: Index, q: Query, files: np.ndarray, flags: np.ndarray)
         if words:
             out.update(words)
     return out
-
-
-def compound_key(path: str) -> str:
-    """A file's stem as two query words spell it together: lowercased, no `_` or `-`."""
-    name = path.rsplit("/", 1)[-1].rsplit(".", 1)[0]
-    return name.lower().replace("_", "").replace("-", "")
-
-
-def names_path(path: str, named: tuple[str, ...]) -> bool:
-    """Whether a report names this file: a written path ends with the file's last two parts
-    (or is its exact name when the name is distinctive, not `__init__.py`)."""
-    parts = path.split("/")
-    tail = "/".join(parts[-2:])
-    for written in named:
-        written = written.lstrip("./")
-        if written in (path, tail) or written.endswith("/" + tail):
-            return True
-        if "/" not in written and written == parts[-1] and not written.startswith("__"):
-            return True
-    return False
-
-
-def names_module(path: str, dotted: tuple[tuple[str, ...], ...]) -> bool:
-    """Whether a dotted name spells this file's module: `std.fs.cwd` names `lib/std/fs.zig`,
-    `pkg.core.Basic` names `pkg/core.py` and `pkg/core/__init__.py` (the last directory and the
-    file's stem, adjacent in the name)."""
-    parts = path.lower().rsplit(".", 1)[0].split("/")
-    if parts[-1] in _GENERIC_STEMS:
-        parts.pop()
-    if len(parts) < 2:
-        return False
-    tail = (parts[-2], parts[-1])
-    return any(tail in itertools.pairwise(name) for name in dotted)
-
-
-def named_exactly(path: str, names: set[str]) -> bool:
-    """`SqlMapper.cs` is named exactly `sqlmapper`; `SqlMapper.Async.cs` is not (partial
-    classes, helpers split by concern)."""
-    return path.rsplit("/", 1)[-1].rsplit(".", 1)[0].lower() in names
 
 
 def file_evidence(index: Index, rows: np.ndarray, scores: np.ndarray) -> np.ndarray:
@@ -317,69 +277,6 @@ def rerank(index: Index, q: Query, rows: np.ndarray, scores: np.ndarray) -> np.n
 
 _MODULE_KINDS = frozenset({"module", "cell"})
 _DEFINITION_KINDS = frozenset({"function", "method", "class"})
-
-
-# (stem words, their union, directory words, their union): objects shared between files.
-Forms = tuple[frozenset[str], ...]
-PathForms = tuple[Forms, frozenset[str], Forms, frozenset[str]]
-
-# A file named like these is named by its directory: `defaults/index.js`, `pkg/__init__.py`.
-_GENERIC_STEMS = frozenset({"index", "__init__", "mod", "init"})
-
-
-def path_match(index: Index, file: int, q: Query, named: PathWords | None = None) -> float:
-    """How well the query's terms name the file: its stem fully, its directories half.
-    A word matches as written or stemmed (`defaults/` is named by "default"), and two adjacent
-    query words name a compound stem (`testclient.py` by "test client")."""
-    cache = index.path_term_cache
-    cached = cache[file]
-    if cached is None:
-        parts = index.space.paths[file].rsplit("/", 1)
-        name = parts[-1].rsplit(".", 1)[0]
-        directory = parts[0] if len(parts) == 2 else ""
-        if name.lower() in _GENERIC_STEMS and directory:
-            directory, _, name = directory.rpartition("/")
-        cached = cache[file] = (*_path_forms(name), *_path_forms(directory))
-    stem_words, stem_forms, dir_words, dir_forms = cached
-    words = named or PathWords(q)
-    if stem_forms.isdisjoint(words.hits) and dir_forms.isdisjoint(words.hits):
-        return 0.0  # most candidates' paths: no word named
-    score = 0.0
-    if stem_words:
-        score += words.count(stem_words) / len(stem_words)
-    if dir_words:
-        score += 0.5 * words.count(dir_words) / len(dir_words)
-    return min(score, 1.5)
-
-
-class PathWords:
-    """Which path words one query names: as written, stemmed, or as an abbreviation (`config`
-    by "configuration", `util` by "utility": a path word of 4+ letters that starts a query
-    word of 6+ letters). Every form that counts is in `hits`, so a word is one set test."""
-
-    def __init__(self, q: Query) -> None:
-        hits = set(q.path_match_terms)
-        for word in q.path_match_prefixes:  # words a path word may abbreviate
-            hits.update(word[:j] for j in range(4, len(word) + 1))
-        self.hits = frozenset(hits)
-
-    def count(self, words: tuple[frozenset[str], ...]) -> int:
-        """How many of a path's words the query names."""
-        hits = self.hits
-        return sum(1 for forms in words if not forms.isdisjoint(hits))
-
-
-def _word_forms(path: str) -> Forms:
-    """Each distinct term of a path, as written and stemmed."""
-    return tuple(frozenset((t, stem(t))) for t in dict.fromkeys(path_terms(path)))
-
-
-@functools.lru_cache(maxsize=16384)
-def _path_forms(part: str) -> tuple[Forms, frozenset[str]]:
-    """A file stem's or a directory's word forms and their union, shared by every file with
-    that stem or in that directory (one copy per file was 7 MB at 163k chunks)."""
-    words = _word_forms(part) if part else ()
-    return words, frozenset().union(*words)
 
 
 def saturate(
