@@ -160,7 +160,7 @@ class TopN:
     def _load(self, k: int, stop: int) -> tuple[int, int]:
         """Read the postings of the terms order[k:stop] into rows and raw; their slice."""
         a, b = int(self.starts[k]), int(self.starts[stop])
-        Stream.fill(self.stream.chunk(k, stop), self.rows[a:b], self.raw[a:b], self.s)
+        self.stream.read(k, stop, self.rows[a:b], self.raw[a:b])
         return a, b
 
     def _full(self, k: int, stop: int, floor: float) -> np.ndarray:

@@ -58,9 +58,14 @@ class Source:
         self._fds: dict[int, int] = {}
 
     def pread(self, which: int, lo: int, hi: int, into: np.ndarray) -> np.ndarray:
+        """Docs (0) or values (1) lo:hi into `into` (contiguous; values may be of a wider
+        dtype than stored: tf into float32)."""
         file = self._files[which]
         if file is None:
             into[:] = self.views[which][lo:hi]
+            return into
+        if into.dtype != self.views[which].dtype:
+            into[:] = self.pread(which, lo, hi, np.empty(hi - lo, self.views[which].dtype))
             return into
         fd = self._fds.get(which)
         if fd is None:
@@ -126,21 +131,9 @@ class Terms:
     total: float  # the coverage denominator (unknown terms count at a df=1 term's idf)
 
 
-@dataclass
-class Chunk:
-    start: int  # in the stream
-    end: int
-    docs: list[np.ndarray]  # each (term, segment) part, end to end
-    values: list[np.ndarray]
-    shifts: np.ndarray  # row offset of each part
-    firsts: np.ndarray  # where each part starts, from the chunk's start
-    ranges: list[Range]  # where each term is, from the chunk's start
-
-
 class Stream:
-    """The postings of `spans` (one list per term, in the order wanted) end to end; a chunk
-    is the postings of consecutive terms. Nothing is read until a chunk or a part is asked
-    for (a pread source reads into a buffer as long as the chunk, at the part's place)."""
+    """The postings of `spans` (one list per term, in the order wanted) end to end. Nothing is
+    read until the postings of consecutive terms (`read`) or a part alone is asked for."""
 
     def __init__(
         self, sources: Sequence[Source], spans: Sequence[list[Span]], total: int, scratch: Scratch
@@ -171,60 +164,24 @@ class Stream:
         buf = self.scratch.get(f"pread{which}{dtype.char}", hi - lo, dtype)
         return source.pread(which, lo, hi, buf)
 
-    def chunk(self, k: int, stop: int) -> Chunk:
-        """The postings of the terms k..stop-1 (a pread source reads them into buffers as long
-        as the chunk, each part at its place: the caller consumes them before the next chunk)."""
+    def read(self, k: int, stop: int, rows: np.ndarray, values: np.ndarray) -> None:
+        """The postings of the terms k..stop-1 into rows (int32: rows of the segments laid end
+        to end) and values (the stream's dtype), each part read straight into its place."""
         i, j = self.parts[k], self.parts[stop]
-        base, end = int(self.term_starts[k]), int(self.term_starts[stop])
-        docs: list[np.ndarray] = []
-        values: list[np.ndarray] = []
-        buffers: dict[tuple[int, str], np.ndarray] = {}
+        at, base = self._at, self._at[i]
         for p in range(i, j):
             seg, lo, hi = self.where[p]
+            x, y = at[p] - base, at[p + 1] - base
             source = self.sources[seg]
-            if source.mapped:
-                docs.append(source.views[0][lo:hi])
-                values.append(source.views[1][lo:hi])
-                continue
-            at = self._at[p] - base
-            for which, out in ((0, docs), (1, values)):
-                dtype = source.views[which].dtype
-                buf = buffers.get((which, dtype.char))
-                if buf is None:
-                    name = f"pread{which}{dtype.char}"
-                    buf = buffers[which, dtype.char] = self.scratch.get(name, end - base, dtype)
-                out.append(source.pread(which, lo, hi, buf[at : at + hi - lo]))
-        ts = self.term_starts.tolist()
-        return Chunk(
-            base,
-            end,
-            docs,
-            values,
-            self.shifts[i:j],
-            self.starts[i:j] - base,
-            [(t, ts[t] - base, ts[t + 1] - base) for t in range(k, stop)],
-        )
-
-    @staticmethod
-    def fill(chunk: Chunk, rows: np.ndarray, values: np.ndarray, scratch: Scratch) -> None:
-        """rows (int32: rows of the segments laid end to end) and values (their own dtype) of
-        a chunk."""
-        if len(chunk.docs) == 1:
-            np.copyto(rows, chunk.docs[0])
-            np.copyto(values, chunk.values[0])
-        else:
-            np.concatenate(chunk.docs, out=rows)
-            np.concatenate(chunk.values, out=values)
-        shifts = chunk.shifts
+            source.pread(0, lo, hi, rows[x:y])
+            source.pread(1, lo, hi, values[x:y])
+        shifts = self.shifts[i:j]
         if not shifts.any():
             return
         if (shifts == shifts[0]).all():
             rows += int(shifts[0])
         else:  # each part's row offset, repeated (int32: rows stay far below 2**31)
-            sizes = np.empty(len(shifts), dtype=np.int64)
-            sizes[:-1] = chunk.firsts[1:] - chunk.firsts[:-1]
-            sizes[-1] = len(rows) - chunk.firsts[-1]
-            rows += np.repeat(shifts.astype(np.int32), sizes)
+            rows += np.repeat(shifts.astype(np.int32), np.diff(self.starts[i : j + 1]))
 
 
 def in_query_order(
