@@ -69,10 +69,17 @@ def valid(keys: np.ndarray, rows: np.ndarray) -> bool:
     )
 
 
-def keyed(keys: np.ndarray, rows: np.ndarray, names: Iterable[str]) -> list[np.ndarray]:
-    """For each distinct key of `names`, the segment's rows with that key (ascending): a
-    superset of the rows that define the names."""
-    wanted = np.asarray(sorted({key(n) for n in names if n}), dtype=np.uint64)
-    lo = np.searchsorted(keys, wanted).tolist()
-    hi = np.searchsorted(keys, wanted, side="right").tolist()
+def wanted(names: Iterable[str]) -> np.ndarray:
+    """The distinct keys of `names`, sorted (computed once for every segment looked in)."""
+    return np.asarray(sorted({key(n) for n in names if n}), dtype=np.uint64)
+
+
+def keyed(
+    keys: np.ndarray, rows: np.ndarray, names: Iterable[str] | np.ndarray
+) -> list[np.ndarray]:
+    """For each distinct key of `names` (or of `wanted` keys), the segment's rows with that key
+    (ascending): a superset of the rows that define the names."""
+    sought = names if isinstance(names, np.ndarray) else wanted(names)
+    lo = np.searchsorted(keys, sought).tolist()
+    hi = np.searchsorted(keys, sought, side="right").tolist()
     return [rows[a:b] for a, b in zip(lo, hi, strict=True) if b > a]

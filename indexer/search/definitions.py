@@ -41,11 +41,13 @@ class DefinitionTable:
     def rows_keyed(self, names: Iterable[str]) -> np.ndarray:
         """Global rows that may define one of `names` (by key: a superset, sorted, to be
         checked)."""
-        names = list(names)
+        sought = defined_names.wanted(names)
         found = []
         for i, segment in enumerate(self.space.segments):
             keys, rows, _ = segment.defined_names
-            found += [self._global(i, part) for part in defined_names.keyed(keys, rows, names)]
+            parts = defined_names.keyed(keys, rows, sought)
+            if parts:  # one mapping per segment, not per name (a report names dozens)
+                found.append(self._global(i, np.concatenate(parts)))
         if not found:
             return np.zeros(0, dtype=np.int64)
         out: np.ndarray = np.sort(np.concatenate(found))
