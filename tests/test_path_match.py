@@ -145,4 +145,12 @@ def test_files_share_their_directory_and_stem_word_forms(make_repo: MakeRepo) ->
     assert reader is not None and writer is not None and other is not None
     assert reader[2] is writer[2] and reader[3] is writer[3]  # pkg/io
     assert reader[0] is other[0] and reader[1] is other[1]  # reader
+    # A one-word part's union is its word's forms; a word is one object wherever it is.
+    assert reader[1] is reader[0][0] and other[2][0] is other[3]
+    nested = make_repo({"reader/io.py": "x = 1\n"})
+    build_index(nested, progress=False)
+    again = Index.open(nested)
+    path_match(again, 0, q)
+    in_directory = again.path_term_cache[0]
+    assert in_directory is not None and in_directory[2][0] is reader[0][0]  # "reader" again
     assert path_match(index, at["pkg/io/reader.py"], q) > path_match(index, at["lib/reader.py"], q)
