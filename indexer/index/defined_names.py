@@ -74,12 +74,9 @@ def wanted(names: Iterable[str]) -> np.ndarray:
     return np.asarray(sorted({key(n) for n in names if n}), dtype=np.uint64)
 
 
-def keyed(
-    keys: np.ndarray, rows: np.ndarray, names: Iterable[str] | np.ndarray
-) -> list[np.ndarray]:
-    """For each distinct key of `names` (or of `wanted` keys), the segment's rows with that key
-    (ascending): a superset of the rows that define the names."""
-    sought = names if isinstance(names, np.ndarray) else wanted(names)
+def keyed(keys: np.ndarray, rows: np.ndarray, sought: np.ndarray) -> list[np.ndarray]:
+    """For each of the `sought` keys (`wanted`), the segment's rows with that key (ascending):
+    a superset of the rows that define the names."""
     lo = np.searchsorted(keys, sought).tolist()
     hi = np.searchsorted(keys, sought, side="right").tolist()
     return [rows[a:b] for a, b in zip(lo, hi, strict=True) if b > a]

@@ -23,7 +23,6 @@ from .integrity import REBUILD
 PREAD_MIN = 1 << 16
 
 Span = tuple[int, int, int]  # (segment, first posting, end)
-Range = tuple[int, int, int]  # (k: the term's place in the stream's order, first, end)
 
 
 def union(*parts: np.ndarray) -> np.ndarray:

@@ -59,11 +59,12 @@ class DefinitionTable:
         name, the first row of the key is checked for all of them."""
         if not name:
             return []
+        sought = defined_names.wanted([name])
         found = []
         for i, segment in enumerate(self.space.segments):
             keys, rows, unique = segment.defined_names
             symbols, defines = segment.symbols, segment.defines
-            for part in defined_names.keyed(keys, rows, [name]):
+            for part in defined_names.keyed(keys, rows, sought):
                 local = part.tolist()
                 check = local[:1] if unique else local
                 kept = [r for r in check if name in defined_names.names_of(symbols[r], defines[r])]
