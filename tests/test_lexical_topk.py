@@ -108,6 +108,12 @@ def assert_top_equals_exhaustive(
     # Rows the search never saw: looked up when asked.
     others = np.arange(0, view.n_docs, 7)
     np.testing.assert_array_equal(hits.coverage(others), coverage[others])
+    # Rows only (a report's title list): the same rows and scores; coverage asked later is
+    # looked up, and still exact.
+    bare = view.top(terms, boosts, n, allowed, also=also, coverage=False)
+    np.testing.assert_array_equal(bare.rows, expected)
+    np.testing.assert_array_equal(bare.scores, bm25[expected])
+    np.testing.assert_array_equal(bare.coverage(asked), coverage[asked])
 
 
 @pytest.mark.parametrize(

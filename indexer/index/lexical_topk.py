@@ -262,11 +262,12 @@ class TopN:
         return theta, rows[sums >= floor]
 
     # -- the search -------------------------------------------------------------------------------
-    def run(self, n: int, also: np.ndarray) -> Result:
+    def run(self, n: int, also: np.ndarray, coverage: bool = True) -> Result:
         """(candidates, their exact scores, the candidates + `also` sorted, their coverage):
-        every row of the true top n is a candidate."""
+        every row of the true top n is a candidate. Without `coverage`, a one-pass search
+        returns no coverage (no rows seen)."""
         if self.lean:
-            return self._lean(n, also)
+            return self._lean(n, also, coverage)
         s, rest, starts = self.s, self.rest, self.starts.tolist()
         m = len(self.order)
         if self.eligible is not None:
@@ -331,7 +332,7 @@ class TopN:
         self._keep(got, self.raw.take(at), place)
         return self._exact(rows[:0], rows)
 
-    def _lean(self, n: int, also: np.ndarray) -> Result:
+    def _lean(self, n: int, also: np.ndarray, coverage: bool = True) -> Result:
         """Every posting scored, in query-term order here, and added up per row in that order
         (np.add.at adds element after element, as np.bincount does): the exact sums, in the
         view's own buffers, with nothing to prune."""
@@ -360,6 +361,9 @@ class TopN:
         if len(cands) > n > 0:  # the n best and every row tied with the n-th
             nth = np.partition(sums, len(sums) - n)[len(sums) - n]
             cands, sums = cands[sums >= nth], sums[sums >= nth]
+        if not coverage:
+            self._clear()
+            return cands, sums.astype(np.float32), cands[:0], np.zeros(0, np.float32)
         seen = union(cands, also)
         # Coverage of those rows only: their postings' idf, added in posting order.
         s.flags[seen] = 1
@@ -368,12 +372,20 @@ class TopN:
         at = at.nonzero()[0]
         idf = self.idf.astype(np.float64).take(self.starts.searchsorted(at, side="right") - 1)
         covered = np.bincount(seen.searchsorted(rows.take(at)), weights=idf, minlength=len(seen))
-        coverage = (covered / max(q.total, 1e-9)).astype(np.float32)
-        if 4 * self.total > len(s.acc):
-            s.acc.fill(0)
+        self._clear()
+        return (
+            cands,
+            sums.astype(np.float32),
+            seen,
+            (covered / max(q.total, 1e-9)).astype(np.float32),
+        )
+
+    def _clear(self) -> None:
+        """The one pass's sums back to zero."""
+        if 4 * self.total > len(self.s.acc):
+            self.s.acc.fill(0)
         else:
-            s.acc[rows] = 0
-        return cands, sums.astype(np.float32), seen, coverage
+            self.s.acc[self.rows] = 0
 
     # -- exact sums -------------------------------------------------------------------------------
     def _exact(self, cands: np.ndarray, seen: np.ndarray) -> Result:

@@ -247,10 +247,12 @@ class LexicalView:
         n: int,
         allowed: np.ndarray | None = None,
         also: np.ndarray | None = None,
+        coverage: bool = True,
     ) -> LexicalHits:
         """The n best rows by BM25 among `allowed` (a row mask), as `top_rows(score(...), n)`
         gives them, with the coverage of those rows and of `also` (rows the caller will ask
-        about), without scoring every posting of the query's common terms."""
+        about), without scoring every posting of the query's common terms. `coverage=False`:
+        the caller wants the rows only (the hits may then look their coverage up again)."""
         also_rows = np.zeros(0, dtype=np.int64) if also is None else np.asarray(also, np.int64)
         query = self.resolve(terms, boosts)
         if query is None or self.n_docs == 0:
@@ -276,11 +278,11 @@ class LexicalView:
                 self._sources,
                 norm,
                 query,
-                scratch if owned else Scratch(len(scratch.acc)),
+                scratch if owned else Scratch(scratch.n_rows),
                 eligible,
             )
-            cands, scores, seen, coverage = (
-                search.run(n, also_rows) if n > 0 else search.coverage(also_rows)
+            cands, scores, seen, seen_coverage = (
+                search.run(n, also_rows, coverage) if n > 0 else search.coverage(also_rows)
             )
             if n > 0:  # (a coverage lookup is not a search)
                 self.last_stats = {
@@ -298,7 +300,7 @@ class LexicalView:
         if to_global is not None:
             cands, seen = to_global[cands], to_global[seen]
             order = np.argsort(seen)
-            seen, coverage = seen[order], coverage[order]
+            seen, seen_coverage = seen[order], seen_coverage[order]
         positive = scores > 0
         cands, scores = cands[positive], scores[positive]
         if len(scores) > n > 0:  # the n best and every row tied with the n-th
@@ -306,7 +308,7 @@ class LexicalView:
             keep = scores >= nth
             cands, scores = cands[keep], scores[keep]
         best = np.lexsort((cands, -scores))[:n]
-        return LexicalHits(cands[best], scores[best], seen, coverage, self, terms)
+        return LexicalHits(cands[best], scores[best], seen, seen_coverage, self, terms)
 
     def coverage(self, terms: Sequence[str], rows: np.ndarray) -> np.ndarray:
         """score(terms)[1][rows], reading only what those rows need."""

@@ -81,6 +81,7 @@ class Scratch:
     first touch (several microseconds each on a virtual machine), more than the arithmetic."""
 
     def __init__(self, n_rows: int) -> None:
+        self.n_rows = n_rows
         self.acc = np.zeros(n_rows)  # partial sums per row; all zero between queries
         self.stamp = np.zeros(n_rows, dtype=np.int64)  # any values (see `distinct`)
         self.flags = np.zeros(n_rows, dtype=np.uint8)  # rows asked about; zero between queries
@@ -145,7 +146,7 @@ class Stream:
             parts.append(len(self.where))
         self.parts = parts  # parts[k]: the first part of the k-th term
         self.segment = [seg for seg, _, _ in self.where]
-        self.shifts = np.asarray([sources[g].offset for g in self.segment], dtype=np.int64)
+        self._offsets = [sources[g].offset for g in self.segment]
         self.starts = np.zeros(len(self.where) + 1, dtype=np.int64)  # of each part
         np.cumsum([hi - lo for _, lo, hi in self.where], out=self.starts[1:])
         self.term_starts = self.starts[parts]  # of each term in the stream
@@ -167,20 +168,16 @@ class Stream:
         """The postings of the terms k..stop-1 into rows (int32: rows of the segments laid end
         to end) and values (the stream's dtype), each part read straight into its place."""
         i, j = self.parts[k], self.parts[stop]
-        at, base = self._at, self._at[i]
+        at, base, offsets = self._at, self._at[i], self._offsets
         for p in range(i, j):
             seg, lo, hi = self.where[p]
             x, y = at[p] - base, at[p + 1] - base
             source = self.sources[seg]
-            source.pread(0, lo, hi, rows[x:y])
+            part = rows[x:y]
+            source.pread(0, lo, hi, part)
             source.pread(1, lo, hi, values[x:y])
-        shifts = self.shifts[i:j]
-        if not shifts.any():
-            return
-        if (shifts == shifts[0]).all():
-            rows += int(shifts[0])
-        else:  # each part's row offset, repeated (int32: rows stay far below 2**31)
-            rows += np.repeat(shifts.astype(np.int32), np.diff(self.starts[i : j + 1]))
+            if offsets[p]:  # rows of the segments laid end to end (int32: far below 2**31)
+                part += offsets[p]
 
 
 def in_query_order(

@@ -59,7 +59,7 @@ def rank(
     title = none
     if "bm25" in retrievers and q.title_lexical and w_title > 0 and not single:
         # A report's title is a short question inside it: its own BM25 list.
-        title = index.lexical.top(q.title_lexical, {}, n_cand, allowed).rows
+        title = index.lexical.top(q.title_lexical, {}, n_cand, allowed, coverage=False).rows
     lexical = q.lexical
     common = float(cfg["query"]["common_df"])
     if kind == "long" and common > 0:  # a report's common words: most postings, little score
