@@ -26,6 +26,11 @@ def path_match(index: RankedView, file: int, q: Query, named: PathWords | None =
     """How well the query's terms name the file: its stem fully, its directories half.
     A word matches as written or stemmed (`defaults/` is named by "default"), and two adjacent
     query words name a compound stem (`testclient.py` by "test client")."""
+    return (named or PathWords(q)).score(file_forms(index, file))
+
+
+def file_forms(index: RankedView, file: int) -> PathForms:
+    """The file's stem and directory word forms, made once per index and file."""
     cache = index.path_term_cache
     cached = cache[file]
     if cached is None:
@@ -35,16 +40,7 @@ def path_match(index: RankedView, file: int, q: Query, named: PathWords | None =
         if name.lower() in _GENERIC_STEMS and directory:
             directory, _, name = directory.rpartition("/")
         cached = cache[file] = (*_path_forms(name), *_path_forms(directory))
-    stem_words, stem_forms, dir_words, dir_forms = cached
-    words = named or PathWords(q)
-    if stem_forms.isdisjoint(words.hits) and dir_forms.isdisjoint(words.hits):
-        return 0.0  # most candidates' paths: no word named
-    score = 0.0
-    if stem_words:
-        score += words.count(stem_words) / len(stem_words)
-    if dir_words:
-        score += 0.5 * words.count(dir_words) / len(dir_words)
-    return min(score, 1.5)
+    return cached
 
 
 class PathWords:
@@ -57,11 +53,33 @@ class PathWords:
         for word in q.path_match_prefixes:  # words a path word may abbreviate
             hits.update(word[:j] for j in range(4, len(word) + 1))
         self.hits = frozenset(hits)
+        # Candidates share directories (and stems): each part's share is counted once a query.
+        self._shares: dict[Forms, float] = {}
 
-    def count(self, words: tuple[frozenset[str], ...]) -> int:
+    def count(self, words: Forms) -> int:
         """How many of a path's words the query names."""
         hits = self.hits
         return sum(1 for forms in words if not forms.isdisjoint(hits))
+
+    def score(self, forms: PathForms) -> float:
+        """path_match of a file with these word forms."""
+        stem_words, stem_forms, dir_words, dir_forms = forms
+        hits = self.hits
+        stem = not stem_forms.isdisjoint(hits)
+        if not stem and dir_forms.isdisjoint(hits):
+            return 0.0  # most candidates' paths: no word named
+        shares = self._shares
+        score = 0.0
+        if stem:
+            score = shares.get(stem_words, -1.0)
+            if score < 0:
+                score = shares[stem_words] = self.count(stem_words) / len(stem_words)
+        if not dir_forms.isdisjoint(hits):
+            part = shares.get(dir_words, -1.0)
+            if part < 0:
+                part = shares[dir_words] = self.count(dir_words) / len(dir_words)
+            score += 0.5 * part
+        return min(score, 1.5)
 
 
 @functools.lru_cache(maxsize=16384)

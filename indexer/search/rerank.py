@@ -20,7 +20,7 @@ from ..source.pathclass import (
     directory_flags,
 )
 from .arrays import member, unique_inverse
-from .path_names import PathWords, compound_key, named_exactly, names_module, names_path, path_match
+from .path_names import PathWords, compound_key, file_forms, named_exactly, names_module, names_path
 from .query import Query
 
 if TYPE_CHECKING:
@@ -216,9 +216,9 @@ def rerank(index: Index, q: Query, rows: np.ndarray, scores: np.ndarray) -> np.n
         matched = np.zeros(len(unique_files), dtype=np.float64)
         cache, hits = index.path_term_cache, named.hits
         for j, f in enumerate(unique_files):  # most paths: no word named
-            known = cache[f]
-            if known is None or not (known[1].isdisjoint(hits) and known[3].isdisjoint(hits)):
-                matched[j] = path_match(index, f, q, named)
+            known = cache[f] or file_forms(index, f)
+            if not (known[1].isdisjoint(hits) and known[3].isdisjoint(hits)):
+                matched[j] = named.score(known)
         factor *= 1.0 + w["path"] * matched
         # A report's dotted names are mostly its imports (context, not the fault).
         dotted = q.dotted and not q.issue_sized
