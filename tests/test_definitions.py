@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
+
 from indexer import Index, build_index
 from indexer.index.build import update_index
 
@@ -149,3 +151,53 @@ def test_a_segment_whose_keys_collide_checks_every_row(make_repo: MakeRepo) -> N
     keys, rows, _ = segment.defined_names
     segment.__dict__["defined_names"] = (keys, rows, False)  # as a colliding segment reads
     assert_defining_rows_match(index)
+
+
+def test_the_reranker_boosts_definitions_named_exactly_or_by_all_their_parts(
+    make_repo: MakeRepo,
+) -> None:
+    """A symbol query boosts a definition it names exactly (x2) and one whose every name part
+    it has (x1.5, for names of 4+ letters); the parts test is made once per symbol a query."""
+    from indexer.search.query import parse_query
+    from indexer.search.rerank import rerank
+
+    root: Path = make_repo(
+        {
+            "pkg/shapes.py": (
+                "class Circle:\n    def area(self):\n        return 3\n\n"
+                "def make_circle():\n    return Circle()\n\n"
+                "def circle_area():\n    return 1\n\n"
+                "def make_circle_area():\n    return 2\n"
+            ),
+            "pkg/more.py": "def circle_area():\n    return 4\n",
+        }
+    )
+    build_index(root, progress=False)
+    index = Index.open(root)
+    rows = np.arange(len(index))
+    weights = index.fusion["rerank"]
+
+    def factors(query: str) -> dict[tuple[str, str], float]:
+        q = parse_query(query)
+        assert q.symbol_like
+        boosted = rerank(index, q, rows, np.ones(len(rows)))
+        saved, weights["definition"] = weights["definition"], 0.0
+        try:
+            plain = rerank(index, q, rows, np.ones(len(rows)))
+        finally:
+            weights["definition"] = saved
+        symbols, paths = index.row_columns.symbols, index.space.paths
+        return {
+            (paths[int(index._chunk_file[r])], symbols[r]): round(float(boosted[r] / plain[r]), 6)
+            for r in rows.tolist()
+            if symbols[r]
+        }
+
+    got = factors("circle_area")
+    assert got[("pkg/shapes.py", "circle_area")] == got[("pkg/more.py", "circle_area")] == 2.0
+    assert got[("pkg/shapes.py", "Circle")] == got[("pkg/shapes.py", "area")] == 1.5
+    assert got[("pkg/shapes.py", "make_circle")] == 1.0  # `make` is not asked
+    assert got[("pkg/shapes.py", "make_circle_area")] == 1.0
+    got = factors("makeCircle")
+    assert got[("pkg/shapes.py", "make_circle")] == got[("pkg/shapes.py", "Circle")] == 1.5
+    assert got[("pkg/shapes.py", "circle_area")] == 1.0

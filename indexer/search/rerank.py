@@ -260,6 +260,8 @@ def rerank(index: Index, q: Query, rows: np.ndarray, scores: np.ndarray) -> np.n
     keys = columns.symbol_keys(rows[definitions])
     if keys is not None and not q.symbol_like:  # only exact names count: read the key hits
         definitions = definitions[member(keys, [hash(n) for n in named_by])]
+    terms, symbol_like = q.terms, q.symbol_like
+    spelled: dict[str, bool] = {}  # symbol -> every part of it is a query term (many repeat)
     for i, symbol in zip(
         definitions.tolist(), columns.symbols.take(rows[definitions]), strict=True
     ):
@@ -268,9 +270,12 @@ def rerank(index: Index, q: Query, rows: np.ndarray, scores: np.ndarray) -> np.n
         low = symbol.lower()
         if low in named_by:
             out[i] *= full
-        elif len(low) > 3 and q.symbol_like:
-            parts = split_identifier(symbol)
-            if parts and all(p in q.terms for p in parts):
+        elif symbol_like and len(low) > 3:
+            known = spelled.get(symbol)
+            if known is None:
+                parts = split_identifier(symbol)
+                known = spelled[symbol] = bool(parts) and terms.issuperset(parts)
+            if known:
                 out[i] *= half
     return out
 
