@@ -373,12 +373,7 @@ class TopN:
         idf = self.idf.astype(np.float64).take(self.starts.searchsorted(at, side="right") - 1)
         covered = np.bincount(seen.searchsorted(rows.take(at)), weights=idf, minlength=len(seen))
         self._clear()
-        return (
-            cands,
-            sums.astype(np.float32),
-            seen,
-            (covered / max(q.total, 1e-9)).astype(np.float32),
-        )
+        return cands, sums.astype(np.float32), seen, (covered / max(q.total, 1e-9)).astype("f4")
 
     def _clear(self) -> None:
         """The one pass's sums back to zero."""
