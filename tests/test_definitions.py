@@ -157,7 +157,7 @@ def test_the_reranker_boosts_definitions_named_exactly_or_by_all_their_parts(
     make_repo: MakeRepo,
 ) -> None:
     """A symbol query boosts a definition it names exactly (x2) and one whose every name part
-    it has (x1.5, for names of 4+ letters); the parts test is made once per symbol a query."""
+    it has (x1.5, for names of 4+ letters), whatever file holds it."""
     from indexer.search.query import parse_query
     from indexer.search.rerank import rerank
 

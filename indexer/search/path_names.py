@@ -68,18 +68,17 @@ class PathWords:
         stem = not stem_forms.isdisjoint(hits)
         if not stem and dir_forms.isdisjoint(hits):
             return 0.0  # most candidates' paths: no word named
-        shares = self._shares
-        score = 0.0
-        if stem:
-            score = shares.get(stem_words, -1.0)
-            if score < 0:
-                score = shares[stem_words] = self.count(stem_words) / len(stem_words)
+        score = self._share(stem_words) if stem else 0.0
         if not dir_forms.isdisjoint(hits):
-            part = shares.get(dir_words, -1.0)
-            if part < 0:
-                part = shares[dir_words] = self.count(dir_words) / len(dir_words)
-            score += 0.5 * part
+            score += 0.5 * self._share(dir_words)
         return min(score, 1.5)
+
+    def _share(self, words: Forms) -> float:
+        """The fraction of a path part's (non-empty) words the query names, once a query."""
+        share = self._shares.get(words)
+        if share is None:
+            share = self._shares[words] = self.count(words) / len(words)
+        return share
 
 
 @functools.lru_cache(maxsize=16384)

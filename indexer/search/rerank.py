@@ -217,6 +217,7 @@ def rerank(index: Index, q: Query, rows: np.ndarray, scores: np.ndarray) -> np.n
         cache, hits = index.path_term_cache, named.hits
         for j, f in enumerate(unique_files):  # most paths: no word named
             known = cache[f] or file_forms(index, f)
+            # named.score tests this too; inline, a file no word names costs no call
             if not (known[1].isdisjoint(hits) and known[3].isdisjoint(hits)):
                 matched[j] = named.score(known)
         factor *= 1.0 + w["path"] * matched
