@@ -178,7 +178,7 @@ def corpus_chunks(
     import random
 
     from indexer.source.chunker import chunk_file
-    from indexer.source.languages import SPECS
+    from indexer.source.specs import SPECS
 
     files = sorted(
         p

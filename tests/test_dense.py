@@ -172,9 +172,10 @@ def test_writing_a_segment_does_not_import_faiss(tmp_path: Path) -> None:
 
 def test_fast_scan_and_numpy_scan_choose_the_same_candidates(table: StaticVectors) -> None:
     """The long-lived process's candidates (FAISS fast scan, rescored) are the one-shot numpy
-    scan's, and ranked by their 8-bit codes they hold nearly all of the exact top rows."""
+    scan's (which scores this many rows in two threads), and ranked by their 8-bit codes they
+    hold nearly all of the exact top rows."""
     assert table.pq_centroids is not None
-    n, count, k = 30000, 1000, 200
+    n, count, k = 40000, 1000, 200
     x = chunk_like(table, n, seed=6)
     codec = Codec(table.quantizer_ranges(), table.pq_centroids)
     dense = DenseIndex.build(x, codec)
@@ -189,6 +190,8 @@ def test_fast_scan_and_numpy_scan_choose_the_same_candidates(table: StaticVector
         lut = dense_pq.tables(query, table.pq_centroids)
         mine = candidates([(dense, None)], lut, count)
         assert len(mine) == count
+        whole = dense_pq.scores(dense.compact, lut)
+        assert set(mine.tolist()) == set(dense_pq.top(whole, np.arange(n), count)[1].tolist())
         np.testing.assert_array_equal(np.sort(fast.candidates(query, lut, count)), np.sort(mine))
         exact = similarities(dense.codes, codec.ranges, query)
         best = mine[np.argsort(-exact[mine], kind="stable")[:k]]

@@ -13,12 +13,12 @@ from indexer.source.chunker import chunk_file
 from indexer.source.languages import (
     GRAMMAR_LANGUAGES,
     PLAIN_TEXT,
-    SPECS,
     UNUSED_GRAMMARS,
     detect_language,
     grammar_of,
     pack_grammars,
 )
+from indexer.source.specs import SPECS
 from indexer.source.treenodes import parser
 
 from .conftest import MakeRepo, run_cli

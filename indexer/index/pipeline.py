@@ -253,7 +253,7 @@ def _fill_rows(result: FileResult, chunks: list[Chunk], entry: CachedFile, table
 def graph_facts(path: str, blob: str, data: bytes, chunks: list[Chunk], tree: Any = None) -> Any:
     """The file's graph facts (graph/) from the blob already read, and from the syntax tree the
     chunker made when it parsed these same bytes with the same grammar: parsed once."""
-    from ..source.languages import SPECS
+    from ..source.specs import SPECS
     from .graph.extract import extract_file
     from .graph.write import file_language
 

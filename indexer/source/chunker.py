@@ -17,9 +17,9 @@ import numpy as np
 from .chunks import Chunk, chunk_id, materialize
 from .datafiles import DATA_LANGUAGES, data_records
 from .generic import collect_generic
-from .languages import SPECS, grammar_of
+from .languages import grammar_of
 from .notebook import notebook_records
-from .specs import LanguageSpec
+from .specs import SPECS, LanguageSpec
 from .treenodes import (
     Definition,
     docstring_of,

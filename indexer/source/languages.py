@@ -19,13 +19,10 @@ from .filetypes import (
     TEXT_FILENAMES,
     UNUSED_GRAMMARS,
 )
-from .specs import SPECS, LanguageSpec
 
 __all__ = [
     "PLAIN_TEXT",
-    "SPECS",
     "UNUSED_GRAMMARS",
-    "LanguageSpec",
     "detect_language",
     "grammar_of",
     "is_code",
@@ -68,6 +65,8 @@ def pack_grammars() -> frozenset[str]:
 
 def grammar_of(language: str) -> str | None:
     """The grammar that parses `language`, or None for text formats."""
+    from .specs import SPECS  # the chunker's specs: a search process never needs them
+
     spec = SPECS.get(language)
     if spec is not None:
         return spec.grammar

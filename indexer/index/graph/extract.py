@@ -13,9 +13,9 @@ from functools import cache
 from typing import Any
 
 from ...source.chunks import Chunk
-from ...source.languages import SPECS
 from ...source.notebook import is_notebook
 from ...source.notebook import script as notebook_script
+from ...source.specs import SPECS
 from ...source.treenodes import parser
 from .extract_go import go_file
 from .extract_java import java_file

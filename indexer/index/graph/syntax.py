@@ -6,7 +6,7 @@ from collections.abc import Iterable, Iterator
 from functools import cache
 from typing import Any
 
-from ...source.languages import SPECS
+from ...source.specs import SPECS
 from .model import FileGraph
 
 

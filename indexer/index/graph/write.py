@@ -10,7 +10,8 @@ from typing import Any
 
 from ...source.chunks import Chunk
 from ...source.gitsource import reader_for
-from ...source.languages import SPECS, detect_language
+from ...source.languages import detect_language
+from ...source.specs import SPECS
 from .extract import extract_file
 from .model import FileGraph
 
