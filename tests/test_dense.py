@@ -16,7 +16,7 @@ import pytest
 
 from indexer import Index, build_index
 from indexer.errors import IndexerError
-from indexer.index import dense_pq
+from indexer.index import dense_pq, dense_view
 from indexer.index.build import update_index
 from indexer.index.code_scan import candidates
 from indexer.index.dense import Codec, DenseIndex, decode, encode, similarities
@@ -249,13 +249,15 @@ def test_candidates_search_over_segments_equals_a_full_build(
     assert "faiss" in sys.modules and "_fast" not in shot.dense.__dict__
 
 
-def test_a_long_lived_process_reads_large_codes_with_pread(
+def test_a_long_lived_process_keeps_no_codes_resident(
     make_repo: MakeRepo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Above $INDEXER_MAPPED_CODES_MB of 8-bit codes a long-lived process reads its candidates'
-    codes with pread, never through the map (which would stay resident): the same neighbours
-    and similarities as the mapped gather."""
+    """A long-lived process reads its candidates' 8-bit codes through the segments' maps a
+    window of rows at a time and drops each window's pages once read, or, above
+    $INDEXER_MAPPED_CODES_MB of codes, with pread: the same neighbours and similarities either
+    way, and neither keeps the codes resident after a search."""
     monkeypatch.setenv("INDEXER_DENSE_CANDIDATES", "2")
+    monkeypatch.setattr(dense_view, "_WINDOW_ROWS", 64)  # several windows in a small index
     repo = make_repo(many_functions())
     build_index(repo, index_dir=tmp_path / "idx", progress=False)
     mapped = Index(current_generation(tmp_path / "idx"))
@@ -271,7 +273,11 @@ def test_a_long_lived_process_reads_large_codes_with_pread(
     assert "_fast" in read.dense.__dict__  # the long-lived scan, not the one-shot one
     if Path("/proc/self/smaps").exists():
         assert [resident_kb(s.dense.codes) for s in read.space.segments] == [0]
-        assert resident_kb(mapped.space.segments[0].dense.codes) > 0
+        codes = mapped.space.segments[0].dense.codes
+        codes.take([0], axis=0)  # a read through the map stays resident...
+        assert resident_kb(codes) > 0
+        mapped.dense.search(queries[0], 10)
+        assert resident_kb(codes) == 0  # ...until a search has read its rows through it
 
 
 def test_bad_dense_settings_are_one_line_errors(

@@ -19,6 +19,7 @@ vectors).
 
 from __future__ import annotations
 
+import mmap
 import os
 import weakref
 from dataclasses import dataclass
@@ -152,6 +153,14 @@ class DenseIndex:
         ):
             raise self._damaged(CODES)
         return codes
+
+    def release_codes(self) -> None:
+        """Drop the mapped 8-bit codes' pages from this process; they stay in the page cache.
+        A read maps the 64 KB around each row it touches (kernel fault-around), so without
+        this a long-lived process ends up holding the whole file (DenseView._codes)."""
+        mapped = getattr(self.__dict__.get("_mapped"), "_mmap", None)  # np.memmap's own map
+        if isinstance(mapped, mmap.mmap) and hasattr(mmap, "MADV_DONTNEED"):
+            mapped.madvise(mmap.MADV_DONTNEED)
 
     @cached_property
     def compact(self) -> np.ndarray | None:

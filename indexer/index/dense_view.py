@@ -35,6 +35,9 @@ from .reader import RowSpace
 # fused and dense recall equal the exact scan's (docs/benchmarks.md); the fetch of the 8-bit
 # codes grows with it. A large value makes every search exact.
 DEFAULT_CANDIDATE_FACTOR = 3
+# Mapped 8-bit code rows read before their pages are dropped (2 MB of codes at 256 bytes a row):
+# what a long-lived process holds of them at most, in the middle of a query.
+_WINDOW_ROWS = 8192
 
 
 def candidate_factor() -> int:
@@ -185,11 +188,20 @@ class DenseView:
         if any(dense.dim != width for dense, _ in self.parts):
             raise CorruptIndexError(f"segments of one index have different vector codes; {REBUILD}")
         if not self.one_shot and self._codes_mapped:
-            # Through the segments' memory maps (mapped_codes_max).
+            # Through the segments' memory maps (mapped_codes_max), a window of rows at a time,
+            # each window's pages dropped from the process once read: a query's rows are
+            # scattered, and the 64 KB the kernel maps around each would otherwise keep nearly
+            # every code resident (40 MB at 163k chunks) for ~0.15 ms less a query.
             for i, (dense, _) in enumerate(self.parts):
-                mine = order[part[order] == i]
-                if len(mine):
-                    out[mine] = dense.codes.take(cats[mine], axis=0)
+                mine = order[part[order] == i]  # sorted by row
+                if not len(mine):
+                    continue
+                local = cats[mine]
+                cuts = np.searchsorted(local, np.arange(0, dense.n_rows, _WINDOW_ROWS)[1:])
+                for window in np.split(np.arange(len(mine)), cuts):
+                    if len(window):
+                        out[mine[window]] = dense.codes.take(local[window], axis=0)
+                        dense.release_codes()
             return out
         files = [dense.file for dense, _ in self.parts]
         if all(f is not None for f in files):
