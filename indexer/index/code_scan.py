@@ -8,9 +8,10 @@ replaced). The scores are the very floats the long-lived process computes for FA
 candidates, and the same (score, row) order picks the candidates: both paths rank the same
 rows by their 8-bit codes (tests/test_dense.py compares them).
 
-A large part is scored in two threads, each over half of its rows (numpy releases the GIL in
-its loops, and a row's score is its own sum either way): at 163k chunks the scan went from
-~15 to ~8 ms of a one-shot search's time (docs/benchmarks.md, fourteenth pass).
+With 32k rows or more, the second half of every part's rows is scored in another thread
+(numpy releases the GIL in its loops, and a row's score is its own sum either way): on the
+163k-chunk corpus's mapped codes the scan went 13.1 -> 11.1 ms (docs/benchmarks.md,
+fourteenth pass).
 """
 
 from __future__ import annotations
@@ -54,18 +55,16 @@ _SPLIT_ROWS = 1 << 15  # below this a thread's start costs about what it saves
 def _scores(codes: list[np.ndarray], lut: np.ndarray) -> list[np.ndarray]:
     """dense_pq.scores of every part's rows; with many rows, the second half of each part is
     scored in one other thread while this one scores the first halves."""
+    if sum(c.shape[1] for c in codes) < _SPLIT_ROWS or (os.cpu_count() or 1) < 2:
+        return [dense_pq.scores(packed, lut) for packed in codes]
     out = [np.empty(c.shape[1], dtype=np.float32) for c in codes]
-    halves = [c.shape[1] // 2 for c in codes]
 
     def score(first: bool) -> None:
-        for packed, half, into in zip(codes, halves, out, strict=True):
+        for packed, into in zip(codes, out, strict=True):
+            half = packed.shape[1] // 2
             part = slice(0, half) if first else slice(half, None)
             into[part] = dense_pq.scores(packed[:, part], lut)
 
-    if sum(c.shape[1] for c in codes) < _SPLIT_ROWS or (os.cpu_count() or 1) < 2:
-        for packed, into in zip(codes, out, strict=True):
-            into[:] = dense_pq.scores(packed, lut)
-        return out
     worker = threading.Thread(target=score, args=(False,), daemon=True)
     worker.start()
     score(True)

@@ -158,6 +158,7 @@ class DenseIndex:
         """Drop the mapped 8-bit codes' pages from this process; they stay in the page cache.
         A read maps the 64 KB around each row it touches (kernel fault-around), so without
         this a long-lived process ends up holding the whole file (DenseView._codes)."""
+        # segment_format.release_pages does this for a plain map, but that module imports this one
         mapped = getattr(self.__dict__.get("_mapped"), "_mmap", None)  # np.memmap's own map
         if isinstance(mapped, mmap.mmap) and hasattr(mmap, "MADV_DONTNEED"):
             mapped.madvise(mmap.MADV_DONTNEED)

@@ -191,16 +191,15 @@ class DenseView:
             # Through the segments' memory maps (mapped_codes_max), a window of rows at a time,
             # each window's pages dropped from the process once read: a query's rows are
             # scattered, and the 64 KB the kernel maps around each would otherwise keep nearly
-            # every code resident (40 MB at 163k chunks) for ~0.15 ms less a query.
+            # every code resident (40 MB at 163k chunks). Faulting them back costs ~0.15 ms a
+            # query in a tight loop, 1-5 % of warm p50 in the bench (docs/benchmarks.md).
             for i, (dense, _) in enumerate(self.parts):
                 mine = order[part[order] == i]  # sorted by row
-                if not len(mine):
-                    continue
                 local = cats[mine]
                 cuts = np.searchsorted(local, np.arange(0, dense.n_rows, _WINDOW_ROWS)[1:])
-                for window in np.split(np.arange(len(mine)), cuts):
-                    if len(window):
-                        out[mine[window]] = dense.codes.take(local[window], axis=0)
+                for lo, hi in zip([0, *cuts.tolist()], [*cuts.tolist(), len(mine)], strict=True):
+                    if hi > lo:
+                        out[mine[lo:hi]] = dense.codes.take(local[lo:hi], axis=0)
                         dense.release_codes()
             return out
         files = [dense.file for dense, _ in self.parts]
