@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench_latency import query_sets
+from bench_latency import query_sets, timed_run
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -37,9 +37,7 @@ def runs_of(variants: dict[str, tuple[list[str], dict[str, str], Path]], n: int)
         for name in names if i % 2 == 0 else reversed(names):
             cmd, env, cwd = variants[name]
             cmd = [c.replace("{i}", str(i)) for c in cmd]
-            start = time.perf_counter()
-            subprocess.run(cmd, check=False, capture_output=True, env=env, cwd=cwd)
-            times[name].append((time.perf_counter() - start) * 1000)
+            times[name].append(timed_run(cmd, env, cwd))
     med = {k: statistics.median(v) for k, v in times.items()}
     out: dict[str, Any] = {f"{k}_ms": round(v, 1) for k, v in med.items()}
     out.update({f"{k}_ratio": round(v / med["floor"], 2) for k, v in med.items() if k != "floor"})
@@ -49,7 +47,7 @@ def runs_of(variants: dict[str, tuple[list[str], dict[str, str], Path]], n: int)
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--corpus", action="append", required=True, help="NAME=GIT_DIR=INDEX")
-    parser.add_argument("--baseline", type=Path, default=None)
+    parser.add_argument("--baseline", type=Path, default=None, help="an earlier checkout")
     parser.add_argument("--devset", type=Path, default=ROOT.parent / "shared" / "devset")
     parser.add_argument("--runs", type=int, default=64)
     parser.add_argument("--worktree", action="store_true", help="also from a clone's tree")
@@ -57,6 +55,8 @@ def main() -> None:
     results = {}
     for spec in args.corpus:
         name, git_dir, index_dir = spec.split("=")
+        # absolute: the baseline's processes run from its own checkout
+        git_dir, index_dir = str(Path(git_dir).resolve()), str(Path(index_dir).resolve())
         kinds = query_sets(Path(index_dir), args.devset)
         longest = max(map(len, kinds.values()))
         queries = [q for i in range(longest) for qs in kinds.values() for q in qs[i : i + 1]]

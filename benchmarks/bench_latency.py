@@ -330,9 +330,7 @@ def cold(
                     base_env = dict(env, **baseline.env, INDEXER_SERVE="0")
                     variants.append(("baseline", cmd, base_env, baseline.src))
                 for name, cmd, run_env, cwd in variants:
-                    start = time.perf_counter()
-                    subprocess.run(cmd, check=False, capture_output=True, env=run_env, cwd=cwd)
-                    times[name].append((time.perf_counter() - start) * 1000)
+                    times[name].append(timed_run(cmd, run_env, cwd))
         finally:
             subprocess.run(
                 [*indexer, "serve", "--stop", *ours], check=False, env=env, capture_output=True
@@ -341,6 +339,18 @@ def cold(
     out = {f"{k}_ms": round(v, 1) for k, v in med.items()}
     out.update({f"{k}_ratio": round(v / med["floor"], 2) for k, v in med.items() if k != "floor"})
     return out
+
+
+def timed_run(cmd: list[str], env: dict[str, str], cwd: Path) -> float:
+    """Milliseconds of one whole process; a run that failed (an error, not "nothing found":
+    `indexer search` exits 1 for that) stops the benchmark, as its time would mean nothing."""
+    start = time.perf_counter()
+    proc = subprocess.run(cmd, check=False, capture_output=True, text=True, env=env, cwd=cwd)
+    elapsed = (time.perf_counter() - start) * 1000
+    failed = ("indexer: error", "indexer: internal error", "Traceback")
+    if proc.returncode not in (0, 1) or any(mark in proc.stderr for mark in failed):
+        raise SystemExit(f"{' '.join(cmd[:4])}... in {cwd} failed: {proc.stderr.strip()[-300:]}")
+    return elapsed
 
 
 class Baseline:
