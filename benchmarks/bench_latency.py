@@ -349,11 +349,12 @@ def timed_run(cmd: list[str], env: dict[str, str], cwd: Path) -> float:
     """Milliseconds of one whole process; a run that failed (an error, not "nothing found":
     `indexer search` exits 1 for that) stops the benchmark, as its time would mean nothing."""
     start = time.perf_counter()
-    proc = subprocess.run(cmd, check=False, capture_output=True, text=True, env=env, cwd=cwd)
+    proc = subprocess.run(cmd, check=False, capture_output=True, env=env, cwd=cwd)
     elapsed = (time.perf_counter() - start) * 1000
-    failed = ("indexer: error", "indexer: internal error", "Traceback")
+    failed = (b"indexer: error", b"indexer: internal error", b"Traceback")
     if proc.returncode not in (0, 1) or any(mark in proc.stderr for mark in failed):
-        raise SystemExit(f"{' '.join(cmd[:4])}... in {cwd} failed: {proc.stderr.strip()[-300:]}")
+        why = proc.stderr.decode(errors="replace").strip()[-300:]
+        raise SystemExit(f"{' '.join(cmd[:4])}... in {cwd} failed: {why}")
     return elapsed
 
 
