@@ -225,6 +225,24 @@ def corpus(name: str, work: Path, trees: Path | None) -> tuple[Path, Path]:
     return tree, git_dir
 
 
+def drop_cached(*dirs: Path) -> None:
+    """Drop the files of `dirs` from the page cache (the clean pages no process maps), so each
+    system reads its index as a server does after a reboot, whatever earlier runs left cached:
+    how the pages came in decides their folios, and so how many faults a read takes (one-shot
+    CLIs' preads and default faults bring 4-64 KB folios back; a long-lived process's reads of
+    the 8-bit codes, 2 MB ones). Semble holds its index in memory."""
+    if not hasattr(os, "posix_fadvise"):
+        return
+    for directory in dirs:
+        for path in directory.rglob("*"):
+            if path.is_file():
+                fd = os.open(path, os.O_RDONLY)
+                try:
+                    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+                finally:
+                    os.close(fd)
+
+
 def ensure_index(git_dir: Path, index_dir: Path, env: dict[str, str] | None = None) -> None:
     from bench_core import build
 
@@ -424,9 +442,10 @@ def main() -> int:
         index_dir = work / "indexes" / name
         ensure_index(git_dir, index_dir)
         queries = query_sets(index_dir, args.devset)
+        baseline = Baseline(args.baseline, work, name, git_dir) if args.baseline else None
+        drop_cached(index_dir, *([baseline.index_dir] if baseline is not None else []))
         workers = {"indexer": Worker([sys.executable, __file__, "--worker", str(index_dir)])}
         entry: dict[str, Any] = {"chunks": workers["indexer"].ready}
-        baseline = Baseline(args.baseline, work, name, git_dir) if args.baseline else None
         if baseline is not None:
             workers["baseline"] = Worker(
                 [sys.executable, __file__, "--worker", str(baseline.index_dir)],
@@ -455,6 +474,8 @@ def main() -> int:
         names = list(results)
         dirs = [work / "indexes" / name for name in names]
         queries = query_sets(dirs[0], args.devset)  # the first corpus's queries on every index
+        based = [d.parent / f"{d.name}-baseline" for d in dirs] if args.baseline else []
+        drop_cached(*dirs, *based)
         flatness = flat(dirs, queries, args.repeats, args.baseline)
         flatness["corpora"] = names
         results["flat"] = flatness

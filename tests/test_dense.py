@@ -305,15 +305,39 @@ def test_bad_dense_settings_are_one_line_errors(
 
 def resident_kb(array: np.ndarray) -> int:
     """Resident kB of the memory mapping that holds `array` (/proc/self/smaps)."""
+    return int(_smaps_field(array, "Rss:").split()[0])
+
+
+def _smaps_field(array: np.ndarray, field: str) -> str:
+    """The value of `field` for the memory mapping that holds `array` (/proc/self/smaps)."""
     address, inside = array.ctypes.data, False
     for line in Path("/proc/self/smaps").read_text().splitlines():
         head = line.split(" ", 1)[0]
         if "-" in head and all(c in "0123456789abcdef-" for c in head):
             lo, hi = (int(x, 16) for x in head.split("-"))
             inside = lo <= address < hi
-        elif inside and line.startswith("Rss:"):
-            return int(line.split()[1])
+        elif inside and line.startswith(field):
+            return line[len(field) :].strip()
     raise AssertionError("no mapping holds the array")
+
+
+@pytest.mark.skipif(
+    not Path("/sys/kernel/mm/transparent_hugepage/enabled").exists(),
+    reason="no transparent huge pages on this system",
+)
+def test_the_codes_are_mapped_for_huge_pages(make_repo: MakeRepo, tmp_path: Path) -> None:
+    """A long-lived process maps each segment's 8-bit codes with MADV_HUGEPAGE (smaps flag
+    `hg`): what it reads in from disk comes in 2 MB folios, mapped by one fault each. The
+    other maps keep the kernel's default (a 2 MB fault for a vocabulary lookup would keep
+    2 MB resident)."""
+    repo = make_repo(many_functions())
+    build_index(repo, index_dir=tmp_path / "idx", progress=False)
+    index = Index(current_generation(tmp_path / "idx"))
+    _, rows = index.dense.search(index.vectors.embed("open a tcp connection with retries"), 10)
+    assert len(rows) == 10
+    segment = index.space.segments[0]
+    assert "hg" in _smaps_field(segment.dense.codes, "VmFlags:").split()
+    assert "hg" not in _smaps_field(segment.postings[0], "VmFlags:").split()
 
 
 def test_search_over_segments_equals_the_merged_index(make_repo: MakeRepo, tmp_path: Path) -> None:
