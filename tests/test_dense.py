@@ -326,18 +326,27 @@ def _smaps_field(array: np.ndarray, field: str) -> str:
     reason="no transparent huge pages on this system",
 )
 def test_the_codes_are_mapped_for_huge_pages(make_repo: MakeRepo, tmp_path: Path) -> None:
-    """A long-lived process maps each segment's 8-bit codes with MADV_HUGEPAGE (smaps flag
-    `hg`): what it reads in from disk comes in 2 MB folios, mapped by one fault each. The
-    other maps keep the kernel's default (a 2 MB fault for a vocabulary lookup would keep
-    2 MB resident)."""
+    """Both a long-lived process and a one-shot one read the 8-bit codes through a map advised
+    with MADV_HUGEPAGE (smaps flag `hg`): what they read in from disk comes in 2 MB folios,
+    mapped by one fault each, whichever reads first. The same rows and similarities either
+    way. The other maps keep the kernel's default (a 2 MB fault for a vocabulary lookup would
+    keep 2 MB resident)."""
     repo = make_repo(many_functions())
     build_index(repo, index_dir=tmp_path / "idx", progress=False)
-    index = Index(current_generation(tmp_path / "idx"))
-    _, rows = index.dense.search(index.vectors.embed("open a tcp connection with retries"), 10)
+    served = Index(current_generation(tmp_path / "idx"))
+    one_shot = Index(current_generation(tmp_path / "idx"))
+    one_shot.one_shot = True
+    query = served.vectors.embed("open a tcp connection with retries")
+    sims, rows = served.dense.search(query, 10)
     assert len(rows) == 10
-    segment = index.space.segments[0]
-    assert "hg" in _smaps_field(segment.dense.codes, "VmFlags:").split()
-    assert "hg" not in _smaps_field(segment.postings[0], "VmFlags:").split()
+    got_sims, got_rows = one_shot.dense.search(query, 10)
+    np.testing.assert_array_equal(got_rows, rows)
+    np.testing.assert_array_equal(got_sims, sims)
+    assert "_fast" not in one_shot.dense.__dict__  # the numpy scan, not FAISS
+    for index in (served, one_shot):
+        segment = index.space.segments[0]
+        assert "hg" in _smaps_field(segment.dense.codes, "VmFlags:").split()
+        assert "hg" not in _smaps_field(segment.postings[0], "VmFlags:").split()
 
 
 def test_search_over_segments_equals_the_merged_index(make_repo: MakeRepo, tmp_path: Path) -> None:

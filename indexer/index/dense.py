@@ -19,7 +19,6 @@ vectors).
 
 from __future__ import annotations
 
-import contextlib
 import mmap
 import os
 import weakref
@@ -37,6 +36,7 @@ COMPACT = "dense_pq.npy"
 CENTROIDS = "dense_pq_centroids.npy"
 FILES = (CODES, RANGES, COMPACT, CENTROIDS)
 LEVELS = np.float32(255.0)  # QT_8bit: codes 0..255
+HUGE_PAGE = 2 << 20  # bytes of a PMD-mapped page on x86-64 (and arm64 with 4 KB pages)
 RUN_GAP = 16  # rows: wanted rows closer than this are read with one pread (4 KB)
 
 
@@ -153,14 +153,7 @@ class DenseIndex:
             or not codes.shape[1]
         ):
             raise self._damaged(CODES)
-        mapped = getattr(codes, "_mmap", None)  # np.memmap's own map
-        if isinstance(mapped, mmap.mmap) and hasattr(mmap, "MADV_HUGEPAGE"):
-            # Pages this process reads in from disk come in 2 MB folios (Linux readahead for a
-            # VM_HUGEPAGE mapping), and a fault then maps 2 MB, not the 64 KB of fault-around:
-            # 1,200 rows of 163k cost 16 faults instead of 175, 0.19 ms instead of 0.54
-            # (docs/benchmarks.md, fifteenth pass). Pages already cached keep their folios.
-            with contextlib.suppress(OSError):  # no transparent huge pages: the default
-                mapped.madvise(mmap.MADV_HUGEPAGE)
+        _advise_huge_pages(codes)
         return codes
 
     def release_codes(self) -> None:
@@ -279,6 +272,30 @@ def mapped_file(array: np.ndarray, owner: object) -> tuple[int, int] | None:
     fd = os.open(path, os.O_RDONLY)
     weakref.finalize(owner, os.close, fd)
     return fd, int(getattr(base, "offset", 0))
+
+
+def _advise_huge_pages(codes: np.ndarray) -> None:
+    """Map the codes for 2 MB pages: what a process reads in from disk then comes in 2 MB
+    folios (Linux readahead for a VM_HUGEPAGE mapping), and one fault maps 2 MB, not the 64 KB
+    of fault-around: a query's 1,200 rows of 163k cost 16 faults instead of 175, 0.19 ms
+    instead of 0.54 (docs/benchmarks.md, fifteenth pass). Pages already cached keep their
+    folios, and reading the .npy header has just cached its first pages in small ones, which
+    keep the first 2 MB in small folios (measured: 118 faults a query instead of 16 after the
+    files had left the cache): those pages are dropped from the cache again."""
+    mapped = getattr(codes, "_mmap", None)  # np.memmap's own map
+    path = getattr(codes, "filename", None)
+    if not isinstance(mapped, mmap.mmap) or not hasattr(mmap, "MADV_HUGEPAGE") or path is None:
+        return
+    try:
+        mapped.madvise(mmap.MADV_HUGEPAGE)
+    except OSError:  # no transparent huge pages: the kernel's default readahead
+        return
+    if hasattr(os, "posix_fadvise"):
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.posix_fadvise(fd, 0, HUGE_PAGE, os.POSIX_FADV_DONTNEED)
+        finally:
+            os.close(fd)
 
 
 def read_rows(
