@@ -36,7 +36,7 @@ COMPACT = "dense_pq.npy"
 CENTROIDS = "dense_pq_centroids.npy"
 FILES = (CODES, RANGES, COMPACT, CENTROIDS)
 LEVELS = np.float32(255.0)  # QT_8bit: codes 0..255
-HUGE_PAGE = 2 << 20  # bytes of a PMD-mapped page on x86-64 (and arm64 with 4 KB pages)
+_REFETCHED: set[str] = set()  # codes files dropped from the page cache by this process
 RUN_GAP = 16  # rows: wanted rows closer than this are read with one pread (4 KB)
 
 
@@ -153,8 +153,35 @@ class DenseIndex:
             or not codes.shape[1]
         ):
             raise self._damaged(CODES)
-        _advise_huge_pages(codes)
         return codes
+
+    def huge_pages(self) -> None:
+        """Map the codes for 2 MB pages (a long-lived process, once): its reads from disk then
+        come in 2 MB folios (Linux readahead for a VM_HUGEPAGE mapping) and one fault maps 2
+        MB, not the 64 KB of fault-around: a query's 1,200 rows of 163k cost 16-18 faults
+        instead of 108-175, 0.19 ms instead of 0.54 (docs/benchmarks.md, fifteenth pass).
+        Pages already cached keep the folios they came in (a one-shot CLI's preads, the .npy
+        header's read: small ones), so the file is dropped from the page cache once per
+        process, and this process's faults read it back (~40-90 ms of reads at 163k chunks,
+        spread over its first queries; pages another process maps stay)."""
+        if "_huge" in self.__dict__ or self.directory is None:  # (in memory: an overlay's)
+            return
+        self.__dict__["_huge"] = True
+        codes = self._mapped
+        mapped, path = getattr(codes, "_mmap", None), getattr(codes, "filename", None)
+        if not isinstance(mapped, mmap.mmap) or path is None or not hasattr(mmap, "MADV_HUGEPAGE"):
+            return
+        try:
+            mapped.madvise(mmap.MADV_HUGEPAGE)
+        except OSError:  # no transparent huge pages: the kernel's default readahead
+            return
+        if path not in _REFETCHED and hasattr(os, "posix_fadvise"):
+            _REFETCHED.add(path)  # segments never change: once is enough
+            fd = os.open(path, os.O_RDONLY)
+            try:
+                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            finally:
+                os.close(fd)
 
     def release_codes(self) -> None:
         """Drop the mapped 8-bit codes' pages from this process; they stay in the page cache.
@@ -272,30 +299,6 @@ def mapped_file(array: np.ndarray, owner: object) -> tuple[int, int] | None:
     fd = os.open(path, os.O_RDONLY)
     weakref.finalize(owner, os.close, fd)
     return fd, int(getattr(base, "offset", 0))
-
-
-def _advise_huge_pages(codes: np.ndarray) -> None:
-    """Map the codes for 2 MB pages: what a process reads in from disk then comes in 2 MB
-    folios (Linux readahead for a VM_HUGEPAGE mapping), and one fault maps 2 MB, not the 64 KB
-    of fault-around: a query's 1,200 rows of 163k cost 16 faults instead of 175, 0.19 ms
-    instead of 0.54 (docs/benchmarks.md, fifteenth pass). Pages already cached keep their
-    folios, and reading the .npy header has just cached its first pages in small ones, which
-    keep the first 2 MB in small folios (measured: 118 faults a query instead of 16 after the
-    files had left the cache): those pages are dropped from the cache again."""
-    mapped = getattr(codes, "_mmap", None)  # np.memmap's own map
-    path = getattr(codes, "filename", None)
-    if not isinstance(mapped, mmap.mmap) or not hasattr(mmap, "MADV_HUGEPAGE") or path is None:
-        return
-    try:
-        mapped.madvise(mmap.MADV_HUGEPAGE)
-    except OSError:  # no transparent huge pages: the kernel's default readahead
-        return
-    if hasattr(os, "posix_fadvise"):
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            os.posix_fadvise(fd, 0, HUGE_PAGE, os.POSIX_FADV_DONTNEED)
-        finally:
-            os.close(fd)
 
 
 def read_rows(

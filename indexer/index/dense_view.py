@@ -45,11 +45,12 @@ def candidate_factor() -> int:
     return env_whole_number("INDEXER_DENSE_CANDIDATES", DEFAULT_CANDIDATE_FACTOR, minimum=1)
 
 
-# Every process gathers the candidates' 8-bit codes through the segments' memory maps, ~5x
-# faster than pread (a long-lived one drops each window's pages once read: DenseView._codes).
-# INDEXER_MAPPED_CODES_MB caps what a long-lived process reads that way: above it the rows are
-# read with pread (measured at 163k chunks before the windows: RSS 163 -> 120 MB, warm p50
-# +4-15 %; the windows since hold as little).
+# A long-lived process gathers the candidates' 8-bit codes through the segments' memory maps,
+# ~5x faster than pread. Every page a search touches stays mapped (the kernel maps 64 KB around
+# each fault), so after a few queries all of the codes count in the process's RSS (40 MB at 163k
+# chunks; page cache that every process of the index shares and the kernel can drop).
+# INDEXER_MAPPED_CODES_MB caps what is read that way: above it the rows are read with pread, as
+# a one-shot CLI reads them (measured at 163k chunks: RSS 163 -> 120 MB, warm p50 +4-15 %).
 def mapped_codes_max() -> int | None:
     """Bytes from $INDEXER_MAPPED_CODES_MB; None (no cap) when unset."""
     megabytes = env_number("INDEXER_MAPPED_CODES_MB")
@@ -186,19 +187,16 @@ class DenseView:
         out = np.empty((len(rows), width), dtype=np.uint8)
         if any(dense.dim != width for dense, _ in self.parts):
             raise CorruptIndexError(f"segments of one index have different vector codes; {REBUILD}")
-        if self.one_shot or self._codes_mapped:
-            # Through the segments' memory maps (mapped_codes_max; advised for huge pages, so
-            # pages read in from disk come in 2 MB folios whichever process reads them first),
-            # a window of rows at a time, each window's pages dropped from a long-lived process
-            # once read: a query's rows are scattered, and the 64 KB the kernel maps around each
-            # would otherwise keep nearly every code resident (40 MB at 163k chunks). Faulting
-            # them back costs ~0.15 ms a query in a tight loop (docs/benchmarks.md).
+        if not self.one_shot and self._codes_mapped:
+            # Through the segments' memory maps (mapped_codes_max), a window of rows at a time,
+            # each window's pages dropped from the process once read: a query's rows are
+            # scattered, and the 64 KB the kernel maps around each would otherwise keep nearly
+            # every code resident (40 MB at 163k chunks). Faulting them back costs ~0.15 ms a
+            # query in a tight loop, 1-5 % of warm p50 in the bench (docs/benchmarks.md).
             for i, (dense, _) in enumerate(self.parts):
+                dense.huge_pages()
                 mine = order[part[order] == i]  # sorted by row
                 local = cats[mine]
-                if self.one_shot:  # the process ends with its command: nothing to drop
-                    out[mine] = dense.codes.take(local, axis=0)
-                    continue
                 cuts = np.searchsorted(local, np.arange(0, dense.n_rows, _WINDOW_ROWS)[1:])
                 for lo, hi in zip([0, *cuts.tolist()], [*cuts.tolist(), len(mine)], strict=True):
                     if hi > lo:
