@@ -177,11 +177,14 @@ class DenseIndex:
             return
         if path not in _REFETCHED and hasattr(os, "posix_fadvise"):
             _REFETCHED.add(path)  # segments never change: once is enough
-            fd = os.open(path, os.O_RDONLY)
             try:
-                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-            finally:
-                os.close(fd)
+                fd = os.open(path, os.O_RDONLY)
+                try:
+                    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+                finally:
+                    os.close(fd)
+            except OSError:  # only an optimisation: the search reads the map either way
+                pass
 
     def release_codes(self) -> None:
         """Drop the mapped 8-bit codes' pages from this process; they stay in the page cache.
