@@ -257,7 +257,8 @@ def test_a_long_lived_process_keeps_no_codes_resident(
     $INDEXER_MAPPED_CODES_MB of codes, with pread: the same neighbours and similarities either
     way, and neither keeps the codes resident after a search."""
     monkeypatch.setenv("INDEXER_DENSE_CANDIDATES", "2")
-    monkeypatch.setattr(dense_view, "_WINDOW_ROWS", 64)  # several windows in a small index
+    # several windows in a small index, and rows across two of them (read on their own)
+    monkeypatch.setattr(dense_view, "_WINDOW_BYTES", 64 * 256)
     repo = make_repo(many_functions())
     build_index(repo, index_dir=tmp_path / "idx", progress=False)
     mapped = Index(current_generation(tmp_path / "idx"))
@@ -271,6 +272,9 @@ def test_a_long_lived_process_keeps_no_codes_resident(
         np.testing.assert_array_equal(got_sims, sims)
         np.testing.assert_array_equal(got_rows, rows)
     assert "_fast" in read.dense.__dict__  # the long-lived scan, not the one-shot one
+    every = np.arange(len(mapped), dtype=np.int64)  # rows across windows included
+    assert len(every) > 4 * 64
+    np.testing.assert_array_equal(mapped.dense._codes(every), read.dense._codes(every))
     if Path("/proc/self/smaps").exists():
         assert [resident_kb(s.dense.codes) for s in read.space.segments] == [0]
         codes = mapped.space.segments[0].dense.codes

@@ -155,6 +155,11 @@ class DenseIndex:
             raise self._damaged(CODES)
         return codes
 
+    @property
+    def codes_offset(self) -> int:
+        """Where row 0 of the codes starts in their file (0 for codes in memory)."""
+        return 0 if self.directory is None else int(getattr(self._mapped, "offset", 0))
+
     def huge_pages(self) -> None:
         """Map the codes for 2 MB pages (a long-lived process, once): its reads from disk then
         come in 2 MB folios (Linux readahead for a VM_HUGEPAGE mapping) and one fault maps 2

@@ -35,9 +35,10 @@ from .reader import RowSpace
 # fused and dense recall equal the exact scan's (docs/benchmarks.md); the fetch of the 8-bit
 # codes grows with it. A large value makes every search exact.
 DEFAULT_CANDIDATE_FACTOR = 3
-# Mapped 8-bit code rows read before their pages are dropped (2 MB of codes at 256 bytes a row):
-# what a long-lived process holds of them at most, in the middle of a query.
-_WINDOW_ROWS = 8192
+# Mapped 8-bit codes read before their pages are dropped: 2 MB, one huge page
+# (DenseIndex.huge_pages), the windows aligned to the file's 2 MB boundaries: what a long-lived
+# process holds of them at most, in the middle of a query.
+_WINDOW_BYTES = 2 << 20
 
 
 def candidate_factor() -> int:
@@ -197,8 +198,14 @@ class DenseView:
                 dense.huge_pages()
                 mine = order[part[order] == i]  # sorted by row
                 local = cats[mine]
-                cuts = np.searchsorted(local, np.arange(0, dense.n_rows, _WINDOW_ROWS)[1:])
-                for lo, hi in zip([0, *cuts.tolist()], [*cuts.tolist(), len(mine)], strict=True):
+                start = dense.codes_offset + local * width
+                window = start // _WINDOW_BYTES
+                across = (start + width - 1) // _WINDOW_BYTES != window
+                if across.any():  # a row across two windows (huge pages) is read on its own
+                    out[mine[across]] = dense.rows(local[across])
+                    mine, local, window = mine[~across], local[~across], window[~across]
+                cuts = (np.flatnonzero(np.diff(window)) + 1).tolist()
+                for lo, hi in zip([0, *cuts], [*cuts, len(mine)], strict=True):
                     if hi > lo:
                         out[mine[lo:hi]] = dense.codes.take(local[lo:hi], axis=0)
                         dense.release_codes()
