@@ -189,7 +189,7 @@ class DenseView:
         if any(dense.dim != width for dense, _ in self.parts):
             raise CorruptIndexError(f"segments of one index have different vector codes; {REBUILD}")
         if not self.one_shot and self._codes_mapped:
-            # Through the segments' memory maps (mapped_codes_max), a window of rows at a time,
+            # Through the segments' memory maps (mapped_codes_max), 2 MB of a file at a time,
             # each window's pages dropped from the process once read: a query's rows are
             # scattered, and the 64 KB the kernel maps around each would otherwise keep nearly
             # every code resident (40 MB at 163k chunks). Faulting them back costs ~0.15 ms a
