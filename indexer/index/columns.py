@@ -17,7 +17,9 @@ from .integrity import REBUILD
 from .segment_format import line_starts_path, map_file, release_pages
 
 T = TypeVar("T")
-FIND_PREFIX_AFTER = 256  # lookups of a column before its prefix index is made
+# Lines.find_many bisects a few values one by one until a process has looked up SAMPLE_AFTER
+BATCH_MIN, SAMPLE_AFTER = 32, 256
+SAMPLE = 32  # Lines.find_many: every SAMPLE-th line's first bytes are kept (8 bytes each)
 
 
 class LazySequence(Sequence[T]):
@@ -63,7 +65,7 @@ class Lines(LazySequence[str]):
         # has been read; a per-row column (`keep=False`) never is: a long-lived process would
         # end up holding every row's string (~8 MB a column at 163k rows).
         self.keep = keep
-        self._finds = 0
+        self._lookups = 0
 
     def __len__(self) -> int:
         return len(self.starts) - 1
@@ -83,34 +85,86 @@ class Lines(LazySequence[str]):
         return iter(self.tolist() if self.keep else self.values())
 
     def find(self, value: str) -> int | None:
-        """The line equal to `value` in a sorted column (the BM25 vocabulary), or None. A few
-        lookups bisect, decoding ~17 lines each; once a process has made many, the lines'
-        first 8 bytes are kept as one integer each (8 bytes a line, where the decoded strings
-        took ~70) and a lookup bisects only the lines that share its first 8 bytes."""
-        lo, hi = 0, len(self)
-        self._finds += 1
-        if self._finds > FIND_PREFIX_AFTER:
-            key = _prefix(np.frombuffer(value.encode("utf-8")[:8].ljust(8, b"\0"), np.uint8))[0]
-            prefixes = self._prefixes
-            lo = int(np.searchsorted(prefixes, key, side="left"))
-            hi = int(np.searchsorted(prefixes, key, side="right"))
+        """The line equal to `value` in a sorted column (the BM25 vocabulary), or None."""
+        return self.find_many([value])[0]
+
+    def find_many(self, values: Sequence[str]) -> list[int | None]:
+        """find() of every value at once. Lines are compared by their first 8 UTF-8 bytes as
+        one integer (sorted lines, no NUL: sorted integers), located in numpy: among every
+        SAMPLE-th line first, then among the lines of that stretch. A value under 8 bytes is
+        then found or not; a longer one is bisected as a string among the few lines that share
+        its first 8 bytes. A report's 71 terms: 0.2-0.35 ms a 150k-term segment, against
+        1.3-1.6 ms for 71 bisections of ~17 decoded lines (once sampled; a new process pays
+        ~0.5 ms a segment more to sample, so a few values are bisected until then)."""
+        n = len(self)
+        if n == 0 or not values:
+            return [None] * len(values)
+        self._lookups += len(values)
+        if (
+            len(values) < BATCH_MIN
+            and self._lookups <= SAMPLE_AFTER
+            and "_samples" not in vars(self)
+        ):
+            # A few values in a process that has not sampled the column: the samples would
+            # fault in the whole file (~0.5 ms a segment), more than a few bisections cost.
+            return [self._bisect(v, 0, n) for v in values]
+        raw = [v.encode("utf-8") for v in values]
+        keys = _prefix(
+            np.frombuffer(b"".join(r[:8].ljust(8, b"\0") for r in raw), np.uint8).reshape(-1, 8)
+        )
+        # The first line >= each key and the first line > it (>= key + 1: UTF-8 has no 0xff).
+        both = np.concatenate([keys, keys + np.uint64(1)])
+        samples = self._samples
+        stretch = np.searchsorted(samples, both, side="left") - 1  # its last sample < key
+        np.maximum(stretch, 0, out=stretch)
+        rows = stretch[:, None] * SAMPLE + np.arange(SAMPLE)[None, :]
+        np.minimum(rows, n - 1, out=rows)
+        below = (self._line_prefixes(rows.reshape(-1)).reshape(rows.shape) < both[:, None]).sum(1)
+        bound = np.minimum(stretch * SAMPLE + below, n).tolist()
+        out: list[int | None] = []
+        for k, (value, data) in enumerate(zip(values, raw, strict=True)):
+            lo, hi = bound[k], bound[k + len(values)]
+            if lo == hi:
+                out.append(None)
+            elif len(data) < 8 and b"\0" not in data:
+                out.append(lo)  # the one line with these bytes and nothing after them
+            else:
+                out.append(self._bisect(value, lo, hi))
+        return out
+
+    def _bisect(self, value: str, lo: int, hi: int) -> int | None:
         j = bisect.bisect_left(self, value, lo, hi)
         return j if j < hi and self[j] == value else None
 
     @cached_property
-    def _prefixes(self) -> np.ndarray:
-        """The first 8 UTF-8 bytes of every line as a big-endian integer (0-padded): sorted
-        lines (no NUL) have sorted prefixes."""
-        raw = np.frombuffer(self.data, dtype=np.uint8) if len(self.data) else np.zeros(1, np.uint8)
-        begins, ends = self.starts[:-1], self.starts[1:] - 1
-        columns = np.zeros((len(begins), 8), dtype=np.uint8)
-        for k in range(8):
-            at = begins + k
-            inside = at < ends
-            columns[inside, k] = raw[at[inside]]
-        del raw
-        release_pages(self.data)
-        return _prefix(columns)
+    def _samples(self) -> np.ndarray:
+        """The first 8 bytes of every SAMPLE-th line (the lines are bisected in stretches)."""
+        samples = self._line_prefixes(np.arange(0, len(self), SAMPLE))
+        release_pages(self.data)  # a long-lived process keeps only the lines it reads again
+        return samples
+
+    def _line_prefixes(self, rows: np.ndarray) -> np.ndarray:
+        """The first 8 UTF-8 bytes of lines `rows` as big-endian integers (0-padded)."""
+        starts = self.starts.view(np.ndarray)  # a memmap's every result is one: slower
+        begins = starts.take(rows)
+        keep = np.minimum(starts.take(rows + 1) - 1 - begins, 8)  # bytes of the line
+        words = self._words
+        at = np.minimum(begins, len(words) - 1)  # the file's last 7 bytes start no word
+        values = words[at].astype(np.uint64)
+        values <<= ((begins - at) * 8).astype(np.uint64)
+        drop = ((8 - keep) * 8).astype(np.uint64)  # low bits past the line's end: zero
+        half = drop >> np.uint64(1)
+        values >>= half
+        values >>= drop - half  # (a shift by 64 is undefined: two shifts of at most 32)
+        values <<= drop - half
+        values <<= half
+        return values
+
+    @cached_property
+    def _words(self) -> np.ndarray:
+        """The big-endian 8-byte integer at every byte offset of the file: a view, no copy."""
+        data = self.data if len(self.data) >= 8 else bytes(self.data).ljust(8, b"\0")
+        return np.ndarray((len(data) - 7,), dtype=">u8", buffer=data, strides=(1,))
 
     def take(self, rows: np.ndarray) -> list[str]:
         """The values of `rows` (0 <= row < len), in that order: one pass, no per-item calls."""

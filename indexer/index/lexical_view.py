@@ -59,12 +59,15 @@ def read_spans(array: np.ndarray, starts: np.ndarray, lens: np.ndarray) -> np.nd
     return out
 
 
-def find_term(terms: Sequence[str], term: str) -> int | None:
-    """The position of `term` in a segment's sorted vocabulary, or None."""
+def find_terms(terms: Sequence[str], wanted: Sequence[str]) -> list[int | None]:
+    """The position of each `wanted` term in a segment's sorted vocabulary, or None."""
     if isinstance(terms, Lines):
-        return terms.find(term)
-    j = bisect.bisect_left(terms, term)
-    return j if j < len(terms) and terms[j] == term else None
+        return terms.find_many(wanted)
+    out: list[int | None] = []
+    for term in wanted:
+        j = bisect.bisect_left(terms, term)
+        out.append(j if j < len(terms) and terms[j] == term else None)
+    return out
 
 
 def idf_of(n_docs: int, df: np.ndarray) -> np.ndarray:
@@ -140,14 +143,28 @@ class LexicalView:
         """(segment, first posting, end) of `term` in each segment that has it."""
         found = self._spans.get(term)
         if found is None:
-            found = []
-            for i, segment in enumerate(self.space.segments):
-                j = find_term(segment.terms, term)
-                if j is not None:
-                    indptr = segment.postings[0]
-                    found.append((i, int(indptr[j]), int(indptr[j + 1])))
-            self._spans[term] = found
+            self.look_up([term])
+            found = self._spans[term]
         return found
+
+    def look_up(self, terms: Sequence[str]) -> None:
+        """Find the spans of every term not looked up yet, all at once in each segment (a
+        report's hundreds of terms: one batched search per segment, columns.Lines.find_many)."""
+        new = [t for t in dict.fromkeys(terms) if t not in self._spans]
+        if not new:
+            return
+        found: dict[str, list[tuple[int, int, int]]] = {t: [] for t in new}
+        for i, segment in enumerate(self.space.segments):
+            at = find_terms(segment.terms, new)
+            where = [k for k, j in enumerate(at) if j is not None]
+            if not where:
+                continue
+            ids = np.asarray([at[k] for k in where], dtype=np.int64)
+            indptr = segment.postings[0]
+            los, his = indptr[ids].tolist(), indptr[ids + 1].tolist()
+            for k, lo, hi in zip(where, los, his, strict=True):
+                found[new[k]].append((i, int(lo), int(hi)))
+        self._spans.update(found)
 
     def df(self, term: str) -> int:
         """Live rows with `term` (counted once per view: a masked segment's postings are scanned
@@ -172,6 +189,7 @@ class LexicalView:
         postings and little of any score. Terms no row has stay (coverage counts them); if
         every term is common, all stay."""
         limit = share * self.n_docs
+        self.look_up(terms)
         kept = [t for t in terms if self.df(t) <= limit]
         return kept if kept else list(terms)
 
@@ -205,6 +223,7 @@ class LexicalView:
         """The query's known terms (query order) with their weights, idf and postings; None
         when no live row has any."""
         every = Counter(terms)  # first occurrences in query order, as the reference counts
+        self.look_up(list(every))
         counts = {t: c for t, c in every.items() if self.term_id(t) is not None}
         if not counts:
             return None
@@ -319,6 +338,7 @@ class LexicalView:
     ) -> tuple[np.ndarray, np.ndarray]:
         """(BM25 score per row, idf-weighted fraction of query terms each row has): every
         posting scored, the reference `top` equals."""
+        self.look_up(terms)
         counts = Counter(t for t in terms if self.term_id(t) is not None)
         all_terms = len(set(terms))
         if not counts:
