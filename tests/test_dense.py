@@ -188,7 +188,7 @@ def test_fast_scan_and_numpy_scan_choose_the_same_candidates(table: StaticVector
     recall = []
     for query in chunk_like(table, 12, seed=7):
         lut = dense_pq.tables(query, table.pq_centroids)
-        mine = candidates([(dense, None)], lut, count)
+        mine = candidates([(dense, 0)], lut, count)
         assert len(mine) == count
         whole = dense_pq.scores(dense.compact, lut)
         assert set(mine.tolist()) == set(dense_pq.top(whole, np.arange(n), count)[1].tolist())

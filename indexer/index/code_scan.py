@@ -27,17 +27,17 @@ from .dense import DenseIndex
 
 
 def candidates(
-    parts: Sequence[tuple[DenseIndex, np.ndarray | None]], lut: np.ndarray, count: int
+    parts: Sequence[tuple[DenseIndex, np.ndarray | int]], lut: np.ndarray, count: int
 ) -> np.ndarray:
     """Global rows of the `count` best live rows by compact-code score (ties: lower row), in no
-    order. `parts`: each segment's codes with its local -> global row map (None: the
-    identity; -1: not live)."""
+    order. `parts`: each segment's codes with its local -> global row map (an offset: its
+    rows shifted; an array: -1 not live)."""
     parts = [(d, m) for d, m in parts if d.ntotal and d.compact is not None]
     codes = [d.compact for d, _ in parts if d.compact is not None]
     all_scores, all_rows = [], []
     for (_, to_global), scores in zip(parts, _scores(codes, lut), strict=True):
-        if to_global is None:
-            rows = np.arange(len(scores), dtype=np.int64)
+        if isinstance(to_global, int):
+            rows = np.arange(to_global, to_global + len(scores), dtype=np.int64)
         else:
             live = to_global >= 0
             scores, rows = scores[live], to_global[live]

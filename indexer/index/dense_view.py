@@ -108,11 +108,11 @@ class DenseView:
         self.one_shot = one_shot
 
     @cached_property
-    def parts(self) -> list[tuple[DenseIndex, np.ndarray | None]]:
-        """Each segment's codes with its local -> global row map (None: the identity)."""
+    def parts(self) -> list[tuple[DenseIndex, np.ndarray | int]]:
+        """Each segment's codes with its local -> global row map (RowSpace.row_map)."""
         if self.whole is not None:
-            return [(self.whole, None)]
-        return [(s.dense, self.space.local_to_global(i)) for i, s in enumerate(self.space.segments)]
+            return [(self.whole, 0)]
+        return [(s.dense, self.space.row_map(i)) for i, s in enumerate(self.space.segments)]
 
     @cached_property
     def codec(self) -> Codec:
@@ -134,8 +134,8 @@ class DenseView:
                 block = dense.compact_copy()
                 if block is None or not block.shape[1]:
                     continue
-                if to_global is None:
-                    yield slice(0, block.shape[1]), block
+                if isinstance(to_global, int):
+                    yield slice(to_global, to_global + block.shape[1]), block
                 else:
                     live = to_global >= 0
                     yield to_global[live], block[:, live]

@@ -16,7 +16,7 @@ from __future__ import annotations
 import functools
 import tokenize
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -109,7 +109,9 @@ def check_column(name: str, array: np.ndarray, rows: int, upper: int | None = No
     return array
 
 
-def check_chunk(sums: np.ndarray | None, row: int, meta: bytes, text: bytes) -> None:
+def check_chunk(
+    sums: Sequence[int] | np.ndarray | None, row: int, meta: bytes, text: bytes
+) -> None:
     if sums is not None and chunk_sum(meta, text) != int(sums[row]):
         raise CorruptIndexError(f"chunk {row} of the index is damaged; {REBUILD}")
 

@@ -116,8 +116,9 @@ class LexicalHits:
 
 
 class LexicalView:
-    def __init__(self, space: RowSpace) -> None:
+    def __init__(self, space: RowSpace, one_shot: bool = False) -> None:
         self.space = space
+        self.one_shot = one_shot  # a process that answers one command (nothing to release)
         self.n_docs = space.n_rows
         self.idf = _IdfTable()
         self._ids: dict[str, int | None] = {}
@@ -131,9 +132,10 @@ class LexicalView:
         """The idf of a df=1 term (what an unknown query term counts in the coverage)."""
         return float(idf_of(self.n_docs, np.asarray([1]))[0])
 
-    @cached_property
+    @property
     def doc_lengths(self) -> np.ndarray:
-        return np.asarray(self.space.gather("doc_lengths"), dtype=np.float32)
+        """Terms per live row, read when asked (a search keeps the norms made from them)."""
+        return np.asarray(self.space.gather("doc_lengths", keep=False), dtype=np.float32)
 
     @cached_property
     def norm(self) -> np.ndarray:
@@ -164,6 +166,8 @@ class LexicalView:
             los, his = indptr[ids].tolist(), indptr[ids + 1].tolist()
             for k, lo, hi in zip(where, los, his, strict=True):
                 found[new[k]].append((i, int(lo), int(hi)))
+            if not self.one_shot:  # the spans are kept: their pages are not read again
+                segment.release_vocabulary()
         self._spans.update(found)
 
     def df(self, term: str) -> int:
@@ -174,8 +178,8 @@ class LexicalView:
             return known
         total = 0
         for i, lo, hi in self.spans(term):
-            to_global = self.space.local_to_global(i)
-            if to_global is None or self.space.dead_rows[i] == 0:
+            to_global = self.space.row_map(i)
+            if isinstance(to_global, int) or self.space.dead_rows[i] == 0:
                 total += hi - lo
             else:
                 docs = self.space.segments[i].postings[1][lo:hi]

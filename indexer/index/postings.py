@@ -83,7 +83,7 @@ class Scratch:
     def __init__(self, n_rows: int) -> None:
         self.n_rows = n_rows
         self.acc = np.zeros(n_rows)  # partial sums per row; all zero between queries
-        self.stamp = np.zeros(n_rows, dtype=np.int64)  # any values (see `distinct`)
+        self.stamp = np.zeros(n_rows, dtype=np.int32)  # any values (see `distinct`)
         self.flags = np.zeros(n_rows, dtype=np.uint8)  # rows asked about; zero between queries
         self.lock = threading.Lock()
         self._buffers: dict[str, np.ndarray] = {}
@@ -97,7 +97,7 @@ class Scratch:
     def ramp(self, n: int) -> np.ndarray:
         buf = self._buffers.get("ramp")
         if buf is None or len(buf) < n:
-            buf = self._buffers["ramp"] = np.arange(self._size(n))
+            buf = self._buffers["ramp"] = np.arange(self._size(n), dtype=np.int32)
         return buf[:n]
 
     @staticmethod
@@ -116,7 +116,7 @@ class Scratch:
         written with the position of one of its copies, and only that copy is kept."""
         ramp = self.ramp(len(rows))
         self.stamp[rows] = ramp
-        got = self.stamp.take(rows, out=self.get("got", len(rows)), mode="clip")
+        got = self.stamp.take(rows, out=self.get("got", len(rows), np.int32), mode="clip")
         same = np.equal(got, ramp, out=self.get("same", len(rows), bool))
         return self.compress(name, same, rows)
 

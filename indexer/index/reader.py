@@ -129,18 +129,28 @@ class RowSpace:
                 np.asarray(s.chunk_file, dtype=np.int32) + int(f)
                 for s, f in zip(self.segments, first.tolist(), strict=True)
             ]
+            for s in self.segments:  # what they need of it is their file bounds
+                if s.directory is not None and s.file_rows is not None:
+                    s.__dict__.pop("chunk_file", None)
             return np.concatenate([*parts, np.zeros(0, np.int32)]).astype(np.int32)
         lengths = np.diff(self.file_starts)
         return np.repeat(np.arange(self.n_files, dtype=np.int32), lengths)
 
     # -- columns in global row order -------------------------------------------------------------
-    def gather(self, column: str) -> np.ndarray:
-        """A per-row array of every segment (`fids`, `flags`, `doc_lengths`, ...) in row order."""
-        if self.identity:
-            return np.asarray(getattr(self.segments[0], column))
+    def gather(self, column: str, keep: bool = True) -> np.ndarray:
+        """A per-row array of every segment (`fids`, `flags`, `doc_lengths`, ...) in row order;
+        without `keep`, the stored segments do not keep theirs (read once, for a table made
+        from it)."""
         if not self.segments:
             return np.zeros(0, dtype=np.int64)
-        whole = np.concatenate([np.asarray(getattr(s, column)) for s in self.segments])
+        parts = [np.asarray(getattr(s, column)) for s in self.segments]
+        if not keep:
+            for s in self.segments:
+                if s.directory is not None:
+                    s.__dict__.pop(column, None)  # a cached_property: read again if asked
+        if self.identity:
+            return parts[0]
+        whole = np.concatenate(parts)
         if self.concatenated:
             return whole
         out: np.ndarray = whole[self.global_to_cat]
@@ -157,6 +167,16 @@ class RowSpace:
         """Global row of each row of segment i (-1: deleted), or None where it is the identity."""
         if self.identity:
             return None
+        found = self.row_map(i)
+        if isinstance(found, np.ndarray):
+            return found
+        return np.arange(found, found + self.segments[i].n_rows)
+
+    def row_map(self, i: int) -> np.ndarray | int:
+        """Segment i's local -> global rows: an offset where they are its rows shifted (no
+        array held for a fresh build's segments), else local_to_global's array."""
+        if self.identity or self.concatenated:
+            return int(self.seg_offsets[i])
         return self.cat_to_global[self.seg_offsets[i] : self.seg_offsets[i + 1]]
 
     def locate(self, row: int) -> tuple[Segment, int]:

@@ -18,6 +18,11 @@ from .columns import RowText, values_of
 from .reader import RowSpace
 
 
+def symbol_key(name: str) -> int:
+    """32 bits of the name's hash: a row's key costs 4 bytes (a match is checked anyway)."""
+    return hash(name) & 0xFFFFFFFF
+
+
 class RowColumns:
     def __init__(self, space: RowSpace, keep_codes: bool) -> None:
         self.space = space
@@ -45,7 +50,7 @@ class RowColumns:
 
     @cached_property
     def _symbol_keys(self) -> np.ndarray:
-        return self._per_row("symbols", lambda v: hash(v.lower()), np.int64)
+        return self._per_row("symbols", lambda v: symbol_key(v.lower()), np.uint32)
 
     def _per_row(self, column: str, value: Callable[[str], int], dtype: type) -> np.ndarray:
         """`value` of every live row's `column`, decoded one segment at a time."""
@@ -60,8 +65,9 @@ class RowColumns:
         return out
 
     def symbol_keys(self, rows: np.ndarray) -> np.ndarray | None:
-        """`hash(symbol.lower())` of each of `rows`, where kept (a long-lived process): a key
-        that matches is checked against the symbol itself, a key that does not rules it out."""
+        """`symbol_key(symbol.lower())` of each of `rows`, where kept (a long-lived process): a
+        key that matches is checked against the symbol itself, a key that does not rules it
+        out."""
         return self._symbol_keys[rows] if self.keep_codes else None
 
     def kind_of(self, row: int) -> str:

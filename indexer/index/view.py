@@ -84,7 +84,7 @@ class GenerationView:
 
     @cached_property
     def lexical(self) -> LexicalView:
-        return LexicalView(self.space)
+        return LexicalView(self.space, one_shot=self.one_shot)
 
     @cached_property
     def dense(self) -> DenseView:
@@ -155,14 +155,14 @@ class GenerationView:
         segment, local = self.space.locate(row)
         line = segment.meta_bytes(local, local + 1)
         if not with_text:  # the metadata's own digest: no text to decompress
-            if meta_sum(line) != int(segment.meta_sums[local]):
+            if meta_sum(line) != int(segment.row_meta_sums[local]):
                 raise CorruptIndexError(f"chunk {row} of the index is damaged; {REBUILD}")
             chunk = self._records[row] = Chunk(**json.loads(line), text="")
             if len(self._records) > RECORD_CACHE:
                 self._records.popitem(last=False)
             return chunk
         raw = segment.text_bytes(local, local + 1)
-        check_chunk(segment.sums, local, line, raw)  # never serve damaged text or metadata
+        check_chunk(segment.row_sums, local, line, raw)  # never serve damaged text or metadata
         return Chunk(**json.loads(line), text=raw.decode("utf-8"))
 
     def row_of(self, chunk_id: str) -> int:

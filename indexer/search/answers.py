@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from ..index.row_columns import symbol_key
 from ..index.tokens import stem
 
 LOW_CONFIDENCE = 0.33
@@ -141,7 +142,7 @@ def _first_part_if_tail(index: Any, row: int) -> int:
     same_kind = same_file[columns.kind_codes(same_file) == columns.code(chunk.kind)]
     keys = columns.symbol_keys(same_kind)
     if keys is not None:  # parts of one definition share its symbol: read only the key hits
-        same_kind = same_kind[keys == hash(chunk.symbol.lower())]
+        same_kind = same_kind[keys == symbol_key(chunk.symbol.lower())]
     first = row
     first_start = chunk.start_line
     for other, symbol in zip(same_kind.tolist(), columns.symbols.take(same_kind), strict=True):

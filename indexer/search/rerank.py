@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..index.row_columns import symbol_key
 from ..index.tokens import split_identifier
 from ..source.languages import PLAIN_TEXT, detect_language
 from ..source.pathclass import (
@@ -260,7 +261,7 @@ def rerank(index: Index, q: Query, rows: np.ndarray, scores: np.ndarray) -> np.n
     definitions = np.flatnonzero(columns.is_kind(kind_codes, _DEFINITION_KINDS))
     keys = columns.symbol_keys(rows[definitions])
     if keys is not None and not q.symbol_like:  # only exact names count: read the key hits
-        definitions = definitions[member(keys, [hash(n) for n in named_by])]
+        definitions = definitions[member(keys, [symbol_key(n) for n in named_by])]
     terms, symbol_like = q.terms, q.symbol_like
     spelled: dict[str, bool] = {}  # symbol -> every part of it is a query term (many repeat)
     for i, symbol in zip(

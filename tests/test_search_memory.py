@@ -1,0 +1,71 @@
+"""What a long-lived search process keeps resident: the spans and definitions it looked up, not
+the pages it read to find them, nor per-row digests it reads a few of per query; and the same
+answers as a process that answers one command."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from indexer.api import Index
+from indexer.index.build import build_index
+from indexer.index.segment_format import StoredInts
+from indexer.index.store import current_generation
+
+from .conftest import MakeRepo
+from .test_dense import many_functions, resident_kb
+
+# A report's worth of words (more than columns.BATCH_MIN distinct terms: the batched lookup)
+# and identifier queries (the defined-names table).
+QUERIES = [
+    "the value returned by the parser is wrong when the input holds several records and the "
+    "retry loop gives up before the connection closes; expected the total of every line item "
+    "with tax, but the function raises an error about a missing currency while formatting "
+    "numbers; the logging handler swallows exceptions raised by the scheduler thread, and "
+    "the cache keeps stale entries after the database migration renames columns",
+    "value",
+    "format_money",
+]
+
+
+def answers(index: Index) -> list[list[tuple[str, float]]]:
+    return [[(r.id, round(r.score, 6)) for r in index.search(q, k=10)] for q in QUERIES]
+
+
+def test_a_long_lived_process_keeps_no_lookup_pages(make_repo: MakeRepo, tmp_path: Path) -> None:
+    files = many_functions(files=60)
+    files["money.py"] = "def format_money(amount, currency):\n    return f'{amount} {currency}'\n"
+    build_index(make_repo(files), index_dir=tmp_path / "idx", progress=False)
+    served = Index(current_generation(tmp_path / "idx"))
+    once = Index(current_generation(tmp_path / "idx"))
+    once.one_shot = True
+    assert answers(served) == answers(once)
+    for segment in served.space.segments:
+        terms = segment.terms
+        assert "_samples" in vars(terms)  # the report's terms were looked up in one batch
+        keys, rows, _ = segment.defined_names
+        for array in (np.frombuffer(terms.data, np.uint8), terms.starts, segment.postings[0]):
+            assert resident_kb(array) == 0
+        for array in (keys, rows):
+            assert resident_kb(array) == 0
+    # a one-shot process releases nothing: its pages go with it
+    segment = once.space.segments[0]
+    assert resident_kb(segment.postings[0]) > 0
+
+
+def test_digests_are_read_row_by_row(make_repo: MakeRepo, tmp_path: Path) -> None:
+    build_index(make_repo(many_functions(files=3)), index_dir=tmp_path / "idx", progress=False)
+    index = Index(current_generation(tmp_path / "idx"))
+    segment = index.space.segments[0]
+    stored = segment.row_sums
+    assert isinstance(stored, StoredInts) and isinstance(segment.row_meta_sums, StoredInts)
+    whole = np.load(segment.directory / "chunk_sums.npy")
+    assert [stored[i] for i in range(len(stored))] == whole.tolist()
+    with pytest.raises(IndexError):
+        stored[len(stored)]
+    assert "sums" not in vars(segment)  # the whole array was never read
+    index.chunk_at(0)  # checked against its digests
+    # offsets into files under 4 GB are held as uint32
+    assert all(o.dtype == np.uint32 for o in segment.offsets)
