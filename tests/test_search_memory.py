@@ -1,4 +1,4 @@
-"""What a long-lived search process keeps resident: the spans and definitions it looked up, not
+"""What a long-lived search process keeps resident: the spans of the terms it looked up, not
 the pages it read to find them, nor per-row digests it reads a few of per query; and the same
 answers as a process that answers one command."""
 
@@ -18,7 +18,7 @@ from .conftest import MakeRepo
 from .test_dense import many_functions, resident_kb
 
 # A report's worth of words (more than columns.BATCH_MIN distinct terms: the batched lookup)
-# and identifier queries (the defined-names table).
+# and identifier queries.
 QUERIES = [
     "the value returned by the parser is wrong when the input holds several records and the "
     "retry loop gives up before the connection closes; expected the total of every line item "
@@ -45,10 +45,7 @@ def test_a_long_lived_process_keeps_no_lookup_pages(make_repo: MakeRepo, tmp_pat
     for segment in served.space.segments:
         terms = segment.terms
         assert "_samples" in vars(terms)  # the report's terms were looked up in one batch
-        keys, rows, _ = segment.defined_names
         for array in (np.frombuffer(terms.data, np.uint8), terms.starts, segment.postings[0]):
-            assert resident_kb(array) == 0
-        for array in (keys, rows):
             assert resident_kb(array) == 0
     # a one-shot process releases nothing: its pages go with it
     segment = once.space.segments[0]

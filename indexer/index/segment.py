@@ -322,13 +322,6 @@ class Segment:
         if "postings" in self.__dict__:
             release_pages(self.postings[0])
 
-    def release_definitions(self) -> None:
-        """Drop the pages of the defined-names table from this process."""
-        if self.directory is not None and "defined_names" in self.__dict__:
-            keys, rows, _ = self.defined_names
-            release_pages(keys)
-            release_pages(rows)
-
     @cached_property
     def postings(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(indptr, docs, tfs); docs and tfs memory-mapped."""

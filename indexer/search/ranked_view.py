@@ -25,7 +25,7 @@ class RankedView(GenerationView):
     def _definitions(self) -> DefinitionTable:
         from .definitions import DefinitionTable
 
-        return DefinitionTable(self.space, release=not self.one_shot)
+        return DefinitionTable(self.space)
 
     def defining_rows(self, names: set[str], limit: int | None = None) -> np.ndarray:
         """Rows that define one of `names` exactly (definitions before module-level names, each
