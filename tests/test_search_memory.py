@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from indexer.api import Index
+from indexer.index import lexical_view
 from indexer.index.build import build_index
 from indexer.index.segment_format import StoredInts
 from indexer.index.store import current_generation
@@ -66,3 +67,25 @@ def test_digests_are_read_row_by_row(make_repo: MakeRepo, tmp_path: Path) -> Non
     index.chunk_at(0)  # checked against its digests
     # offsets into files under 4 GB are held as uint32
     assert all(o.dtype == np.uint32 for o in segment.offsets)
+
+
+def test_a_view_forgets_its_terms_between_searches(
+    make_repo: MakeRepo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past TERMS_KEPT looked-up terms, a search starts by forgetting them (a server asked
+    ever new words does not grow with them): the same answers, the ids valid within a search."""
+    build_index(make_repo(many_functions(files=30)), index_dir=tmp_path / "idx", progress=False)
+    queries = [*QUERIES, "open a tcp connection with retries", *QUERIES]
+    expected = [answers_of(Index(current_generation(tmp_path / "idx")), q) for q in queries]
+    monkeypatch.setattr(lexical_view, "TERMS_KEPT", 3)
+    index = Index(current_generation(tmp_path / "idx"))
+    sizes = []
+    for query, want in zip(queries, expected, strict=True):
+        assert answers_of(index, query) == want
+        sizes.append(len(index.lexical._spans))
+    assert max(sizes) > 20  # the report's terms were kept while it was answered
+    assert sizes[1] < 10  # and forgotten when the next search started
+
+
+def answers_of(index: Index, query: str) -> list[tuple[str, float]]:
+    return [(r.id, round(r.score, 6)) for r in index.search(query, k=10, with_text=True)]

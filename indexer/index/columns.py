@@ -210,6 +210,18 @@ class Chain(LazySequence[str]):
             yield from part
 
 
+def find_sorted(column: Sequence[str], wanted: Sequence[str]) -> list[int | None]:
+    """The position of each `wanted` value in a sorted column (a segment's vocabulary, mapped
+    or in memory), or None."""
+    if isinstance(column, Lines):
+        return column.find_many(wanted)
+    out: list[int | None] = []
+    for value in wanted:
+        j = bisect.bisect_left(column, value)
+        out.append(j if j < len(column) and column[j] == value else None)
+    return out
+
+
 def values_of(column: Sequence[str]) -> list[str]:
     """Every value of a segment's column, decoded now (a mapped column keeps nothing)."""
     return column.values() if isinstance(column, Lines) else list(column)

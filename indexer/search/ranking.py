@@ -28,6 +28,7 @@ def rank(
     cfg = index.fusion
     if len(index) == 0:
         return []  # an empty index (nothing indexable): FAISS cannot search for 0 results
+    index.lexical.new_query()
     n_cand = min(int(cfg["candidates"]), len(index))
     kind = q.kind(int(cfg["long_query_words"]))
     weights = cfg["retriever_weights"][kind]
