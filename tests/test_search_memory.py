@@ -4,6 +4,7 @@ answers as a process that answers one command."""
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -73,7 +74,8 @@ def test_a_view_forgets_its_terms_between_searches(
     make_repo: MakeRepo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Past TERMS_KEPT looked-up terms, a search starts by forgetting them (a server asked
-    ever new words does not grow with them): the same answers, the ids valid within a search."""
+    ever new words does not grow with them): the same answers, also while other threads
+    search the same index and forget them under it."""
     build_index(make_repo(many_functions(files=30)), index_dir=tmp_path / "idx", progress=False)
     queries = [*QUERIES, "open a tcp connection with retries", *QUERIES]
     expected = [answers_of(Index(current_generation(tmp_path / "idx")), q) for q in queries]
@@ -85,6 +87,9 @@ def test_a_view_forgets_its_terms_between_searches(
         sizes.append(len(index.lexical._spans))
     assert max(sizes) > 20  # the report's terms were kept while it was answered
     assert sizes[1] < 10  # and forgotten when the next search started
+    with ThreadPoolExecutor(4) as pool:
+        got = list(pool.map(lambda q: answers_of(index, q), queries * 4))
+    assert got == expected * 4
 
 
 def answers_of(index: Index, query: str) -> list[tuple[str, float]]:

@@ -74,16 +74,6 @@ def row_norms(lengths: np.ndarray) -> np.ndarray:
     return np.asarray(K1 * (1 - B + B * lengths / max(avgdl, 1e-9)), dtype=np.float32)
 
 
-class _IdfTable:
-    """`lexical.idf[term_id(t)]`: the idf of the terms looked up so far."""
-
-    def __init__(self) -> None:
-        self.values: list[float] = []
-
-    def __getitem__(self, i: int) -> float:
-        return self.values[i]
-
-
 @dataclass
 class LexicalHits:
     """The BM25 top rows of a query, and the keyword coverage of the rows the ranking reads."""
@@ -113,8 +103,7 @@ class LexicalView:
         self.space = space
         self.one_shot = one_shot  # a process that answers one command (nothing to release)
         self.n_docs = space.n_rows
-        self.idf = _IdfTable()
-        self._ids: dict[str, int | None] = {}
+        self._idf: dict[str, float] = {}  # of the terms some live row has
         self._spans: dict[str, list[tuple[int, int, int]]] = {}
         self._df: dict[str, int] = {}
         self._scratch: Scratch | None = None
@@ -136,28 +125,32 @@ class LexicalView:
 
     def new_query(self) -> None:
         """A search starts: a view that has looked up more than TERMS_KEPT terms forgets them
-        (their spans, df and idf ids), so a long-lived process does not grow with every term
-        it is asked; ids stay valid within one search."""
+        (their spans, df and idf: caches only, so a search in another thread meanwhile only
+        looks its terms up again), and a long-lived process does not grow with every term it
+        is asked."""
         if len(self._spans) > TERMS_KEPT:
             self._spans.clear()
             self._df.clear()
-            self._ids.clear()
-            self.idf.values.clear()
+            self._idf.clear()
 
     def spans(self, term: str) -> list[tuple[int, int, int]]:
         """(segment, first posting, end) of `term` in each segment that has it."""
         found = self._spans.get(term)
-        if found is None:
-            self.look_up([term])
-            found = self._spans[term]
-        return found
+        return found if found is not None else self.look_up([term])[term]
 
-    def look_up(self, terms: Sequence[str]) -> None:
-        """Find the spans of every term not looked up yet, all at once in each segment (a
-        report's hundreds of terms: one batched search per segment, columns.Lines.find_many)."""
-        new = [t for t in dict.fromkeys(terms) if t not in self._spans]
+    def look_up(self, terms: Sequence[str]) -> dict[str, list[tuple[int, int, int]]]:
+        """The spans of `terms`; those not looked up yet are found all at once in each segment
+        (a report's hundreds of terms: one batched search per segment, Lines.find_many)."""
+        out: dict[str, list[tuple[int, int, int]]] = {}
+        new = []
+        for term in dict.fromkeys(terms):
+            spans = self._spans.get(term)
+            if spans is None:
+                new.append(term)
+            else:
+                out[term] = spans
         if not new:
-            return
+            return out
         found: dict[str, list[tuple[int, int, int]]] = {t: [] for t in new}
         for i, segment in enumerate(self.space.segments):
             at = find_sorted(segment.terms, new)
@@ -172,6 +165,8 @@ class LexicalView:
             if not self.one_shot:  # the spans are kept: their pages are not read again
                 segment.release_vocabulary()
         self._spans.update(found)
+        out.update(found)
+        return out
 
     def df(self, term: str) -> int:
         """Live rows with `term` (counted once per view: a masked segment's postings are scanned
@@ -200,16 +195,15 @@ class LexicalView:
         kept = [t for t in terms if self.df(t) <= limit]
         return kept if kept else list(terms)
 
-    def term_id(self, term: str) -> int | None:
-        """An id for `lexical.idf[...]`, or None when no live row has the term."""
-        if term not in self._ids:
+    def term_idf(self, term: str) -> float | None:
+        """The term's idf, or None when no live row has it."""
+        known = self._idf.get(term)
+        if known is None:
             df = self.df(term)
             if df == 0:
-                self._ids[term] = None
-            else:
-                self._ids[term] = len(self.idf.values)
-                self.idf.values.append(float(idf_of(self.n_docs, np.asarray([df]))[0]))
-        return self._ids[term]
+                return None
+            known = self._idf[term] = float(idf_of(self.n_docs, np.asarray([df]))[0])
+        return known
 
     def _weighted(
         self, counts: Mapping[str, int], boosts: Mapping[str, float] | None
@@ -231,7 +225,7 @@ class LexicalView:
         when no live row has any."""
         every = Counter(terms)  # first occurrences in query order, as the reference counts
         self.look_up(list(every))
-        counts = {t: c for t, c in every.items() if self.term_id(t) is not None}
+        counts = {t: c for t, c in every.items() if self.term_idf(t) is not None}
         if not counts:
             return None
         query, weights, term_idf = self._weighted(counts, boosts)
@@ -346,7 +340,7 @@ class LexicalView:
         """(BM25 score per row, idf-weighted fraction of query terms each row has): every
         posting scored, the reference `top` equals."""
         self.look_up(terms)
-        counts = Counter(t for t in terms if self.term_id(t) is not None)
+        counts = Counter(t for t in terms if self.term_idf(t) is not None)
         all_terms = len(set(terms))
         if not counts:
             zeros = np.zeros(self.n_docs, dtype=np.float32)

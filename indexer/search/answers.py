@@ -55,7 +55,7 @@ def missing_symbols(lexical: Any, query: str) -> tuple[str, ...]:
     missing = []
     for word in shaped:
         parts = _NAME.findall(word)  # `Flask.url_for` -> Flask, url_for; punctuation dropped
-        if parts and all(lexical.term_id(stem(p.lower().strip("_"))) is None for p in parts):
+        if parts and all(lexical.term_idf(stem(p.lower().strip("_"))) is None for p in parts):
             missing.append(word)
     return tuple(missing) if len(missing) == len(shaped) else ()
 

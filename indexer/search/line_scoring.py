@@ -86,8 +86,8 @@ def query_weights(query: str, lexical: Any = None) -> dict[str, float]:
             continue
         weight = 1.0
         if lexical is not None:
-            term_id = lexical.term_id(term)
-            weight = float(lexical.idf[term_id]) if term_id is not None else 0.0
+            idf = lexical.term_idf(term)
+            weight = idf if idf is not None else 0.0
         if weight > 0:
             weights[term] = weight
     return weights
