@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .graph.facts import FactsMapping
 from .reader import open_generation
 from .segment import Segment
 from .store import (
@@ -121,10 +122,17 @@ def prepare(index_dir: Path, everything: bool = False) -> PreparedMerge | dict[s
                 served.setdefault(source.name, set()).add(p)
     info = manifest["vectors"]
     table = StaticVectors.load(Path(info["dir"]) if info.get("dir") else None)
-    facts = {
-        f.path: f.segment.graph_facts[f.path] for f in files if f.path in f.segment.graph_facts
-    }
-    data = assemble(files, table, facts, stored_ranges(sources[0].dense))  # type: ignore[arg-type]
+    # The graph facts as stored (each file's block and name keys), copied without decoding.
+    facts: dict[str, dict[str, Any]] = {}
+    encoded = []
+    for source in sources:
+        mine, stored = served.get(source.name, set()), source.graph_facts
+        if isinstance(stored, FactsMapping):
+            encoded.extend(stored.segment.encoded(mine))
+        else:
+            facts.update({p: stored[p] for p in mine if p in stored})
+    codec = stored_ranges(sources[0].dense)
+    data = assemble(files, table, facts, codec, encoded)  # type: ignore[arg-type]
     writer = SegmentWriter(index_dir)
     try:
         data.save(writer.path)

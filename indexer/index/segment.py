@@ -234,17 +234,28 @@ class Segment:
         cache = self._blocks
         block = cache.get(f)
         if block is None:
-            blocks, text_off, rows = self.text_blocks, self.offsets[1], self.file_rows
-            packed = bytes(self.stores[1][int(blocks[f]) : int(blocks[f + 1])])
-            block = zlib.decompress(packed)
-            expected = int(text_off[rows[f + 1]]) - int(text_off[rows[f]])
-            if len(block) != expected:
-                raise CorruptIndexError(f"index file {TEXTS} is damaged; {REBUILD}")
+            block = self._unpacked(f, self.packed_block(f))
             cache[f] = block
             if len(cache) > BLOCK_CACHE:
                 cache.popitem(last=False)
         else:
             cache.move_to_end(f)
+        return block
+
+    def packed_block(self, f: int, checked: bool = False) -> bytes:
+        """File f's texts as stored: one zlib block (a stored segment's); `checked`: after
+        making sure it holds the texts' length (a merge copies it without its texts)."""
+        blocks = self.text_blocks
+        packed = bytes(self.stores[1][int(blocks[f]) : int(blocks[f + 1])])
+        if checked:
+            self._unpacked(f, packed)
+        return packed
+
+    def _unpacked(self, f: int, packed: bytes) -> bytes:
+        text_off, rows = self.offsets[1], self.file_rows
+        block = zlib.decompress(packed)
+        if len(block) != int(text_off[rows[f + 1]]) - int(text_off[rows[f]]):
+            raise CorruptIndexError(f"index file {TEXTS} is damaged; {REBUILD}")
         return block
 
     @cached_property

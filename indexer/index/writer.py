@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import re
 import zlib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,6 +23,7 @@ from ..source.chunks import materialize
 from ..source.pathclass import content_flags
 from .blobcache import CachedFile
 from .dense import Codec, DenseIndex, encode, faiss_id
+from .graph.facts import EncodedFacts
 from .integrity import chunk_sum, meta_sum
 from .segment import Segment
 from .segment_data import SegmentData
@@ -173,8 +175,12 @@ def _add_copied(parts: _Parts, f: CopiedFile, file_index: int, row: int) -> int:
     n = end - start
     meta_off, text_off = s.offsets
     parts.meta.append(s.meta_bytes(start, end))
-    parts.texts.append(s.text_bytes(start, end))
-    parts.blocks.append(None)
+    if s.directory is None:  # in memory (a working-tree overlay): raw texts
+        parts.texts.append(s.text_bytes(start, end))
+        parts.blocks.append(None)
+    else:  # the stored block as it is: what compressing the file's texts again would give
+        parts.texts.append(b"")
+        parts.blocks.append(s.packed_block(f.local, checked=True))
     parts.meta_lengths.append(np.diff(meta_off[start : end + 1]))
     parts.text_lengths.append(np.diff(text_off[start : end + 1]))
     parts.fids.append(np.asarray(s.fids[start:end]))
@@ -224,9 +230,11 @@ def assemble(
     table: StaticVectors,
     facts: dict[str, dict[str, Any]],
     ranges: Codec | None = None,
+    encoded: Sequence[EncodedFacts] = (),
 ) -> SegmentData:
-    """The segment of `files` (sorted here by path); `facts`: graph facts by path; `ranges`:
-    the codec of the segments it extends (`stored_ranges`; None: the table's)."""
+    """The segment of `files` (sorted here by path); `facts`: graph facts by path, or
+    `encoded` as stored (a merge's); `ranges`: the codec of the segments it extends
+    (`stored_ranges`; None: the table's)."""
     files = sorted(files, key=lambda f: f.path)
     parts = _Parts()
     paths, blobs, languages, times = [], [], [], []
@@ -270,9 +278,10 @@ def assemble(
     def joined(arrays: list[np.ndarray], dtype: Any) -> np.ndarray:
         return np.concatenate(arrays).astype(dtype) if arrays else np.zeros(0, dtype=dtype)
 
-    # A build's segment keeps its texts as the workers compressed them (it is only written);
-    # any other (an update's, a merge's, the working-tree overlay's) keeps them raw.
-    packed = _packed_texts(parts) if parts.built else None
+    # A segment to write keeps its texts compressed, one zlib block a file: a build's as its
+    # workers compressed them, a copied file's as its segment stores it (a merge of 163k chunks
+    # held every text raw, twice); only the working-tree overlay's, served from memory, are raw.
+    packed = _packed_texts(parts) if any(b is not None for b in parts.blocks) else None
 
     return SegmentData(
         paths=paths,
@@ -300,7 +309,7 @@ def assemble(
         scores=own_scores(lexical.indptr, lexical.docs, lexical.tfs, lexical.doc_lengths),
         dense=dense,
         graph_facts={p: facts[p] for p in paths if p in facts},
-        encoded_facts=[r.graph for _, r in parts.built if r.graph is not None],
+        encoded_facts=[*encoded, *(r.graph for _, r in parts.built if r.graph is not None)],
         packed_texts=packed,
     )
 
