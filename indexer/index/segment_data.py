@@ -42,7 +42,7 @@ class SegmentData:
     fids: np.ndarray  # int64 FAISS id of each row
     sums: np.ndarray  # int64 digest of each row's metadata and text (indexer/integrity.py)
     meta_sums: np.ndarray  # int64 digest of each row's metadata alone
-    meta: bytes  # JSON lines
+    meta: bytes | list[bytes]  # JSON lines (a segment to write: each file's, not joined)
     meta_offsets: np.ndarray
     texts: bytes
     text_offsets: np.ndarray
@@ -59,9 +59,10 @@ class SegmentData:
     graph_facts: Mapping[str, dict[str, Any]] = field(default_factory=dict)  # FileGraph.to_dict
     # facts a build worker already encoded (written with graph_facts; not read in memory)
     encoded_facts: list[EncodedFacts] = field(default_factory=list)
-    # a build's texts as its workers compressed them: (block offsets, blocks); `texts` is then
+    # the texts of a segment to write, one zlib block a file (a build's as its workers
+    # compressed them, a copied file's as stored): (block offsets, blocks); `texts` is then
     # empty, and the segment is for writing only (never served from memory by Segment.of)
-    packed_texts: tuple[np.ndarray, bytes] | None = None
+    packed_texts: tuple[np.ndarray, list[bytes]] | None = None
 
     def save(self, directory: Path) -> dict[str, Any]:
         """Write every file into `directory` (fsynced); returns the segment manifest."""
@@ -75,15 +76,18 @@ class SegmentData:
         np.save(directory / "chunk_fids.npy", np.asarray(self.fids, dtype=np.int64))
         np.save(directory / "chunk_sums.npy", np.asarray(self.sums, dtype=np.int64))
         np.save(directory / "meta_sums.npy", np.asarray(self.meta_sums, dtype=np.int64))
-        (directory / "chunks.jsonl").write_bytes(self.meta)
+        with (directory / "chunks.jsonl").open("wb") as fh:
+            fh.writelines([self.meta] if isinstance(self.meta, bytes) else self.meta)
         np.save(directory / "chunk_offsets.npy", np.asarray(self.meta_offsets, dtype=np.int64))
         if self.packed_texts is not None:
             blocks, packed = self.packed_texts
         else:
-            blocks, packed = compress_texts(
+            blocks, joined = compress_texts(
                 self.texts, self.text_offsets, self.chunk_file, len(self.paths)
             )
-        (directory / TEXTS).write_bytes(packed)
+            packed = [joined]
+        with (directory / TEXTS).open("wb") as fh:
+            fh.writelines(packed)
         np.save(directory / TEXT_BLOCKS, blocks)
         np.save(directory / "text_offsets.npy", np.asarray(self.text_offsets, dtype=np.int64))
         write_lines(directory / "symbols.txt", self.symbols)

@@ -294,7 +294,7 @@ def assemble(
         fids=joined(parts.fids, np.int64),
         sums=joined(parts.sums, np.int64),
         meta_sums=joined(parts.meta_sums, np.int64),
-        meta=b"".join(parts.meta),
+        meta=parts.meta if packed else b"".join(parts.meta),  # to write: not joined
         meta_offsets=offsets(parts.meta_lengths),
         texts=b"" if packed else b"".join(parts.texts),
         text_offsets=offsets(parts.text_lengths),
@@ -314,16 +314,17 @@ def assemble(
     )
 
 
-def _packed_texts(parts: _Parts) -> tuple[np.ndarray, bytes]:
+def _packed_texts(parts: _Parts) -> tuple[np.ndarray, list[bytes]]:
     """(block offsets, blocks) of the segment's texts, one zlib block per file: the workers'
-    blocks as they are, the other files' compressed here (segment_format.compress_texts)."""
+    and the copied files' blocks as they are, the others compressed here
+    (segment_format.compress_texts); written one after the other, never joined."""
     blocks = [
         b if b is not None else zlib.compress(t, TEXT_LEVEL)
         for t, b in zip(parts.texts, parts.blocks, strict=True)
     ]
     starts = np.zeros(len(blocks) + 1, dtype=np.int64)
     np.cumsum(np.fromiter(map(len, blocks), dtype=np.int64, count=len(blocks)), out=starts[1:])
-    return starts, b"".join(blocks)
+    return starts, blocks
 
 
 def _dense(parts: _Parts, table: StaticVectors, n_rows: int, codec: Codec | None) -> DenseIndex:
