@@ -8,16 +8,14 @@ replaced). The scores are the very floats the long-lived process computes for FA
 candidates, and the same (score, row) order picks the candidates: both paths rank the same
 rows by their 8-bit codes (tests/test_dense.py compares them).
 
-With 32k rows or more, the second half of every part's rows is scored in another thread
-(numpy releases the GIL in its loops, and a row's score is its own sum either way): on the
-163k-chunk corpus's mapped codes the scan went 13.1 -> 11.1 ms (docs/benchmarks.md,
-fourteenth pass).
+One thread scans every part: a second thread scoring half of the rows (fourteenth pass) made
+a new process slower (its allocations come from a fresh malloc arena, every page a fault: on
+the 163k-chunk corpus 742-798 faults and 10.7-13.4 ms for the search, against 571-629 and
+9.9-10.2 ms in one thread; seventeenth pass, docs/benchmarks.md).
 """
 
 from __future__ import annotations
 
-import os
-import threading
 from collections.abc import Sequence
 
 import numpy as np
@@ -32,10 +30,11 @@ def candidates(
     """Global rows of the `count` best live rows by compact-code score (ties: lower row), in no
     order. `parts`: each segment's codes with its local -> global row map (an offset: its
     rows shifted; an array: -1 not live)."""
-    parts = [(d, m) for d, m in parts if d.ntotal and d.compact is not None]
-    codes = [d.compact for d, _ in parts if d.compact is not None]
     all_scores, all_rows = [], []
-    for (_, to_global), scores in zip(parts, _scores(codes, lut), strict=True):
+    for dense, to_global in parts:
+        if not dense.ntotal or dense.compact is None:
+            continue
+        scores = dense_pq.scores(dense.compact, lut)
         if isinstance(to_global, int):
             rows = np.arange(to_global, to_global + len(scores), dtype=np.int64)
         else:
@@ -47,26 +46,3 @@ def candidates(
     if not all_rows:
         return np.zeros(0, dtype=np.int64)
     return dense_pq.top(np.concatenate(all_scores), np.concatenate(all_rows), count)[1]
-
-
-_SPLIT_ROWS = 1 << 15  # below this a thread's start costs about what it saves
-
-
-def _scores(codes: list[np.ndarray], lut: np.ndarray) -> list[np.ndarray]:
-    """dense_pq.scores of every part's rows; with many rows, the second half of each part is
-    scored in one other thread while this one scores the first halves."""
-    if sum(c.shape[1] for c in codes) < _SPLIT_ROWS or (os.cpu_count() or 1) < 2:
-        return [dense_pq.scores(packed, lut) for packed in codes]
-    out = [np.empty(c.shape[1], dtype=np.float32) for c in codes]
-
-    def score(first: bool) -> None:
-        for packed, into in zip(codes, out, strict=True):
-            half = packed.shape[1] // 2
-            part = slice(0, half) if first else slice(half, None)
-            into[part] = dense_pq.scores(packed[:, part], lut)
-
-    worker = threading.Thread(target=score, args=(False,), daemon=True)
-    worker.start()
-    score(True)
-    worker.join()
-    return out
