@@ -16,7 +16,7 @@ import pytest
 
 from indexer import Index, build_index
 from indexer.errors import IndexerError
-from indexer.index import dense_pq, dense_view
+from indexer.index import dense_pq, dense_view, writer
 from indexer.index.build import update_index
 from indexer.index.code_scan import candidates
 from indexer.index.dense import Codec, DenseIndex, decode, encode, similarities
@@ -151,6 +151,35 @@ def test_saved_codes_load_memory_mapped_and_read_by_rows(
     )
     with pytest.raises(IndexerError, match="damaged"):
         _ = DenseIndex.load(tmp_path, 2999).codes
+
+
+def test_a_merge_copies_codes_that_encoding_their_vectors_would_give_back(
+    tmp_path: Path, table: StaticVectors
+) -> None:
+    """A merge copies a stored segment's 8-bit and compact codes where the codec is the same:
+    every code value of every dimension decodes (fp16, as stored vectors are) and encodes back
+    to itself. Rows of a segment with another codec are decoded and encoded again."""
+    codec = Codec(table.quantizer_ranges(), table.pq_centroids)
+    every = np.repeat(np.arange(256, dtype=np.uint8)[:, None], len(codec.ranges), axis=1)
+    codes = np.concatenate([every, DenseIndex.build(chunk_like(table, 500, seed=7), codec).codes])
+    vectors = decode(codes, codec.ranges).astype(np.float16).astype(np.float32)
+    np.testing.assert_array_equal(encode(vectors, codec.ranges), codes)
+    stored = DenseIndex.of_codes(codes, codec)
+    stored.save(tmp_path)
+    loaded = DenseIndex.load(tmp_path, len(codes))
+
+    parts = writer._Parts()
+    parts.vectors = [writer.StoredRows(loaded, 3, 300), vectors[300:].astype(np.float16)]
+    merged = writer._dense(parts, table, len(codes) - 3, codec)
+    np.testing.assert_array_equal(merged.codes, codes[3:])
+    np.testing.assert_array_equal(merged.compact, stored.compact[:, 3:])  # type: ignore[index]
+
+    other = Codec(codec.ranges * np.float32(1.5), codec.centroids)  # another table's ranges
+    parts.vectors = [writer.StoredRows(loaded, 0, len(codes))]
+    again = writer._dense(parts, table, len(codes), other)
+    expected = DenseIndex.of_codes(encode(vectors, other.ranges), other)
+    np.testing.assert_array_equal(again.codes, expected.codes)
+    np.testing.assert_array_equal(again.compact, expected.compact)  # type: ignore[arg-type]
 
 
 def test_writing_a_segment_does_not_import_faiss(tmp_path: Path) -> None:

@@ -21,8 +21,9 @@ import numpy as np
 from ..errors import IndexerError
 from ..source.chunks import materialize
 from ..source.pathclass import content_flags
+from . import dense_pq
 from .blobcache import CachedFile
-from .dense import Codec, DenseIndex, encode, faiss_id
+from .dense import Codec, DenseIndex, decode, encode, faiss_id
 from .graph.facts import EncodedFacts
 from .integrity import chunk_sum, meta_sum
 from .segment import Segment
@@ -63,6 +64,20 @@ class CopiedFile:
     local: int  # the file's index in that segment
 
 
+@dataclass(frozen=True)
+class StoredRows:
+    """Rows start:end of a stored segment's dense codes, copied as they are where the segment
+    to write has the same codec (what decoding and encoding them again gives back)."""
+
+    dense: DenseIndex
+    start: int
+    end: int
+
+    def vectors(self) -> np.ndarray:
+        """fp16 vectors of the rows (another codec: encoded again)."""
+        return decode(self.dense.codes[self.start : self.end], self.dense.ranges).astype(np.float16)
+
+
 @dataclass
 class _Parts:
     """The growing columns of the segment being assembled."""
@@ -77,7 +92,7 @@ class _Parts:
     meta_sums: list[np.ndarray] = field(default_factory=list)
     chunk_file: list[np.ndarray] = field(default_factory=list)
     flags: list[np.ndarray] = field(default_factory=list)
-    vectors: list[np.ndarray] = field(default_factory=list)
+    vectors: list[np.ndarray | StoredRows] = field(default_factory=list)  # fp16, or as stored
     symbols: list[str] = field(default_factory=list)
     kinds: list[str] = field(default_factory=list)
     defines: list[str] = field(default_factory=list)
@@ -191,23 +206,11 @@ def _add_copied(parts: _Parts, f: CopiedFile, file_index: int, row: int) -> int:
     parts.defines.extend(s.defines[start:end])
     parts.chunk_file.append(np.full(n, file_index, dtype=np.int32))
     parts.flags.append(np.asarray(s.flags[start:end]))
-    stored = _stored_vectors(s)
-    parts.vectors.append(stored[start:end])
+    parts.vectors.append(StoredRows(s.dense, start, end))
     _, sources, targets = parts.copied.setdefault(id(s), (s, [], []))
     sources.append(np.arange(start, end))
     targets.append(row)
     return n
-
-
-_DECODED: dict[int, np.ndarray] = {}
-
-
-def _stored_vectors(segment: Segment) -> np.ndarray:
-    """fp16 vectors of a segment in row order, decoded once per assembly."""
-    key = id(segment)
-    if key not in _DECODED:
-        _DECODED[key] = segment.dense.stored()
-    return _DECODED[key]
 
 
 def stored_ranges(dense: DenseIndex) -> Codec:
@@ -240,34 +243,31 @@ def assemble(
     paths, blobs, languages, times = [], [], [], []
     extras: dict[str, dict[str, Any]] = {}
     row = 0
-    try:
-        for file_index, f in enumerate(files):
-            paths.append(f.path)
-            times.append(f.time)
-            if isinstance(f, BuiltFile):
-                blobs.append(f.result.blob)
-                languages.append(f.result.language)
-                extra = {"redacted": f.result.redacted, "fallback": f.result.fallback}
-                row += _add_built(parts, f, file_index, row)
-            elif isinstance(f, FreshFile):
-                blobs.append(f.blob)
-                languages.append(f.language)
-                extra = {"redacted": f.entry.redacted, "fallback": f.entry.fallback}
-                row += _add_fresh(parts, f, file_index, row)
-            else:
-                blobs.append(f.segment.blobs[f.local])
-                languages.append(f.segment.languages[f.local])
-                extra = dict(f.segment.extras.get(f.path, {}))
-                row += _add_copied(parts, f, file_index, row)
-            kept = {k: v for k, v in extra.items() if v}
-            if kept:
-                extras[f.path] = kept
-        dense = _dense(parts, table, row, ranges)
-        lexical = merged_postings(
-            parts.fresh_terms, parts.fresh_rows, parts.built, parts.copied.values(), row
-        )
-    finally:
-        _DECODED.clear()
+    for file_index, f in enumerate(files):
+        paths.append(f.path)
+        times.append(f.time)
+        if isinstance(f, BuiltFile):
+            blobs.append(f.result.blob)
+            languages.append(f.result.language)
+            extra = {"redacted": f.result.redacted, "fallback": f.result.fallback}
+            row += _add_built(parts, f, file_index, row)
+        elif isinstance(f, FreshFile):
+            blobs.append(f.blob)
+            languages.append(f.language)
+            extra = {"redacted": f.entry.redacted, "fallback": f.entry.fallback}
+            row += _add_fresh(parts, f, file_index, row)
+        else:
+            blobs.append(f.segment.blobs[f.local])
+            languages.append(f.segment.languages[f.local])
+            extra = dict(f.segment.extras.get(f.path, {}))
+            row += _add_copied(parts, f, file_index, row)
+        kept = {k: v for k, v in extra.items() if v}
+        if kept:
+            extras[f.path] = kept
+    dense = _dense(parts, table, row, ranges)
+    lexical = merged_postings(
+        parts.fresh_terms, parts.fresh_rows, parts.built, parts.copied.values(), row
+    )
 
     def offsets(lengths: list[np.ndarray]) -> np.ndarray:
         out = np.zeros(row + 1, dtype=np.int64)
@@ -328,20 +328,53 @@ def _packed_texts(parts: _Parts) -> tuple[np.ndarray, list[bytes]]:
 
 
 def _dense(parts: _Parts, table: StaticVectors, n_rows: int, codec: Codec | None) -> DenseIndex:
-    """Fresh rows embedded now (rounded to fp16 like stored ones), copied rows decoded: both
-    encode to the codes a full build writes. Encoded file by file (the arithmetic is per
-    component), so no float copy of the whole segment exists at once; the compact codes are
-    made from the 8-bit codes (dense_pq.encode)."""
+    """Fresh rows embedded now (rounded to fp16 like stored ones) and encoded; copied rows'
+    8-bit and compact codes copied as stored where their segment has this codec (encoding
+    their decoded vectors gives the same codes back: a merge held every source decoded, 84 MB
+    of fp16 at 163k chunks, and encoded it all again), else decoded and encoded again.
+    Encoded file by file (the arithmetic is per component), so no float copy of the whole
+    segment exists at once; a row's compact code depends on its 8-bit code alone
+    (dense_pq.encode)."""
     codec = codec or table_codec(table)
     ranges = np.asarray(codec.ranges, dtype=np.float32)
     codes = np.zeros((n_rows, len(ranges)), dtype=np.uint8)
+    compact = None
+    if codec.centroids is not None:
+        compact = np.zeros((len(ranges) // 8, n_rows), dtype=np.uint8)
+    encoded = np.ones(n_rows, dtype=bool)  # rows whose compact code is still to make
     row = 0
     for block in parts.vectors:
-        if block.shape[1]:
-            codes[row : row + len(block)] = encode(block.astype(np.float32), ranges)
-        row += len(block)
+        if isinstance(block, StoredRows) and _same_codec(block.dense, codec):
+            rows = slice(row, row + block.end - block.start)
+            codes[rows] = block.dense.codes[block.start : block.end]
+            if compact is not None:
+                assert block.dense.compact is not None  # same centroids: it has them
+                compact[:, rows] = block.dense.compact[:, block.start : block.end]
+                encoded[rows] = False
+            row += block.end - block.start
+            continue
+        vectors = block.vectors() if isinstance(block, StoredRows) else block
+        if vectors.shape[1]:
+            codes[row : row + len(vectors)] = encode(vectors.astype(np.float32), ranges)
+        row += len(vectors)
     if parts.fresh_dense:
-        rows = np.asarray(parts.fresh_rows, dtype=np.int64)
+        rows_of = np.asarray(parts.fresh_rows, dtype=np.int64)
         fresh = table.embed_counts(parts.fresh_dense).astype(np.float16)
-        codes[rows] = encode(fresh.astype(np.float32), ranges)
-    return DenseIndex.of_codes(codes, codec)
+        codes[rows_of] = encode(fresh.astype(np.float32), ranges)
+    if compact is None:
+        return DenseIndex(codes, ranges)
+    todo = np.flatnonzero(encoded)
+    if len(todo):
+        assert codec.centroids is not None
+        compact[:, todo] = dense_pq.encode(codes[todo], ranges, codec.centroids)
+    return DenseIndex(codes, ranges, compact, codec.centroids)
+
+
+def _same_codec(dense: DenseIndex, codec: Codec) -> bool:
+    """Were a stored segment's codes made with `codec` (its ranges and centroids)?"""
+    if not np.array_equal(dense.ranges, np.asarray(codec.ranges, dtype=np.float32)):
+        return False
+    mine, theirs = dense.centroids, codec.centroids
+    if mine is None or theirs is None:
+        return mine is None and theirs is None
+    return bool(np.array_equal(mine, theirs))
