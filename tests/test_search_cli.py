@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -167,3 +168,45 @@ def test_dispatch_in_process(repo: Path, capsys: pytest.CaptureFixture[str]) -> 
     assert capsys.readouterr().out.startswith("low confidence:")
     assert main(["search", "x", "--kind", "lambda", *args]) == 2
     assert capsys.readouterr().err.startswith("indexer: error: unknown kind")
+
+
+ONE_SEARCH = """
+import atexit, gc, json, sys
+import indexer.serve.cli as cli
+
+running, collections = [False], []
+gc.callbacks.append(lambda phase, info: collections.append(running[0]) if phase == "start" else 0)
+command = cli._command
+def timed(*args):
+    running[0] = True
+    try:
+        return command(*args)
+    finally:
+        running[0] = False
+cli._command = timed
+# atexit runs its handlers last registered first: this one runs after the CLI's own
+atexit.register(lambda: print(json.dumps({"unfrozen_at_exit": len(gc.get_objects())})))
+code = cli.main(sys.argv[1:])
+frozen = gc.get_freeze_count()
+print(json.dumps({"code": code, "during": sum(collections), "enabled": gc.isenabled()}))
+print(json.dumps({"frozen_after": frozen}))
+"""
+
+
+def test_a_one_shot_search_runs_and_exits_without_cyclic_collection(repo: Path) -> None:
+    """A process answering one search neither collects while it imports and searches nor
+    traverses its objects at exit (indexer/serve/one_command.py); the collector is on again
+    after the command, and its objects are frozen before the interpreter's last collections."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("INDEXER_")}
+    proc = subprocess.run(
+        [sys.executable, "-c", ONE_SEARCH, "search", "retry_with_backoff", "--repo", str(repo)],
+        capture_output=True,
+        text=True,
+        env={**env, "INDEXER_SERVE": "0", "INDEXER_SAVINGS": "0"},
+        timeout=120,
+    )
+    lines = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+    assert lines[0] == {"code": 0, "during": 0, "enabled": True}, proc.stderr
+    assert lines[1]["frozen_after"] > 1000  # the modules' objects and the search's
+    assert lines[2]["unfrozen_at_exit"] < 100  # what the last collections would traverse
+    assert "retry_with_backoff" in proc.stdout

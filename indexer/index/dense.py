@@ -37,7 +37,11 @@ CENTROIDS = "dense_pq_centroids.npy"
 FILES = (CODES, RANGES, COMPACT, CENTROIDS)
 LEVELS = np.float32(255.0)  # QT_8bit: codes 0..255
 _REFETCHED: set[str] = set()  # codes files dropped from the page cache by this process
-RUN_GAP = 16  # rows: wanted rows closer than this are read with one pread (4 KB)
+# Rows: wanted rows closer than this are read with one preadv. Every page read into is a fresh
+# page to fault in a one-shot process (~1 us each here): a 4 KB gap read costs more than a
+# call (at 16, a cold search at 38k chunks read its 1,200 rows in 1.8 ms, 450 faults; at 4 and
+# into one buffer, 0.9 ms, 140 faults).
+RUN_GAP = 4
 
 
 def faiss_id(chunk_id: str) -> int:
@@ -312,9 +316,9 @@ def mapped_file(array: np.ndarray, owner: object) -> tuple[int, int] | None:
 def read_rows(
     files: list[tuple[int, int]], width: int, part: np.ndarray, rows: np.ndarray
 ) -> np.ndarray:
-    """Rows of `width` bytes from files of codes, (part, row) in ascending order: one `pread`
-    per run of nearby rows of a file, not through the memory map (a map would keep every page
-    a search ever touched resident in a long-lived process)."""
+    """Rows of `width` bytes from files of codes, (part, row) in ascending order: one `preadv`
+    per run of nearby rows of a file, straight into one buffer, not through the memory map (a
+    map would keep every page a search ever touched resident in a long-lived process)."""
     if not len(rows):
         return np.zeros((0, width), dtype=np.uint8)
     from ..errors import CorruptIndexError
@@ -323,18 +327,26 @@ def read_rows(
     cut = np.flatnonzero((np.diff(rows) > RUN_GAP) | (np.diff(part) != 0)) + 1
     heads = np.concatenate([[0], cut])
     first = rows[heads]
-    sizes = (rows[np.concatenate([cut - 1, [len(rows) - 1]])] - first + 1) * width
+    counts = rows[np.concatenate([cut - 1, [len(rows) - 1]])] - first + 1
     of_run = part[heads]
     fds = np.array([fd for fd, _ in files], dtype=np.int64)[of_run].tolist()
     offsets = (np.array([at for _, at in files], dtype=np.int64)[of_run] + first * width).tolist()
-    pread = os.pread
-    data = b"".join(
-        [pread(fd, n, at) for fd, n, at in zip(fds, sizes.tolist(), offsets, strict=True)]
-    )
-    if len(data) != int(sizes.sum()):
-        raise CorruptIndexError(f"index file {CODES} is truncated; {REBUILD}")
-    block = np.frombuffer(data, dtype=np.uint8).reshape(-1, width)
-    run_start = np.concatenate([[0], np.cumsum(sizes // width)[:-1]])
+    run_start = np.zeros(len(counts) + 1, dtype=np.int64)
+    np.cumsum(counts, out=run_start[1:])
+    block = np.empty((int(run_start[-1]), width), dtype=np.uint8)
+    bounds = run_start.tolist()
+    for fd, at, a, b in zip(fds, offsets, bounds[:-1], bounds[1:], strict=True):
+        if _read_into(fd, block[a:b], at) != (b - a) * width:
+            raise CorruptIndexError(f"index file {CODES} is truncated; {REBUILD}")
     run = np.repeat(np.arange(len(first)), np.diff(np.concatenate([heads, [len(rows)]])))
     picked: np.ndarray = block[run_start[run] + rows - first[run]]
     return picked
+
+
+def _read_into(fd: int, into: np.ndarray, at: int) -> int:
+    """Bytes of the file at `at` read into the contiguous array `into`; how many were read."""
+    if hasattr(os, "preadv"):
+        return os.preadv(fd, (into.data,), at)
+    data = os.pread(fd, into.nbytes, at)  # (no preadv: macOS before 11)
+    into.reshape(-1)[: len(data)] = np.frombuffer(data, dtype=into.dtype)
+    return len(data)

@@ -6,6 +6,7 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,7 @@ from ..errors import IndexerError
 from ..terminal import clean
 from ..threads import single_threaded_math
 from . import agent_cli, search_cli, serve_cli, share_cli, status_cli
+from .one_command import no_collection
 from .output import emit_json as _emit_json
 from .serve_client import FORWARDED
 
@@ -324,6 +326,13 @@ def main(argv: Sequence[str] | None = None, forward: bool = True) -> int:
         # 157k chunks: ~130 ms of dense scan instead of ~20 ms on a busy 2-core machine).
         single_threaded_math()  # before numpy loads: only the environment, no cost
     argv = list(sys.argv[1:] if argv is None else argv)
+    # A process answering one search: no cyclic collection (indexer/serve/one_command.py).
+    one_read = forward and bool(argv) and argv[0] in FORWARDED
+    with no_collection() if one_read else nullcontext():
+        return _command(argv, forward)
+
+
+def _command(argv: list[str], forward: bool) -> int:
     parser = build_parser(argv[0] if argv and not argv[0].startswith("-") else None)
     args = parser.parse_args(argv)
     args.one_shot = forward  # this process answers one command (a server passes False)
