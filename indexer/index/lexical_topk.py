@@ -47,6 +47,7 @@ PAIR_NS = 8000  # per (term, segment) pair looked up
 NEEDLE_NS = 30  # per row looked up in a pair
 SCALAR_TERM = 1024  # postings per term from which its idf and weight multiply as scalars
 EXACT_CELLS = 1 << 22  # (terms x rows) of the final sums done at once
+SAMPLE_STEP = 16  # the one pass's rows sampled for a floor under its n-th best sum
 
 Result = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
@@ -353,10 +354,7 @@ class TopN:
             if self.eligible is not None:
                 cands = cands[self.eligible.take(cands)]
         else:
-            positive = s.acc > 0
-            if self.eligible is not None:
-                positive &= self.eligible
-            cands = positive.nonzero()[0]
+            cands = self._above(self._floor(n))
         sums = s.acc.take(cands)
         if len(cands) > n > 0:  # the n best and every row tied with the n-th
             nth = np.partition(sums, len(sums) - n)[len(sums) - n]
@@ -374,6 +372,26 @@ class TopN:
         covered = np.bincount(seen.searchsorted(rows.take(at)), weights=idf, minlength=len(seen))
         self._clear()
         return cands, sums.astype(np.float32), seen, (covered / max(q.total, 1e-9)).astype("f4")
+
+    def _floor(self, n: int) -> float:
+        """A lower bound of the n-th best sum (0 when there is none): the n-th best of every
+        SAMPLE_STEP-th row's, distinct rows whose n-th best cannot be above all rows'. Rows
+        under it are never listed: most rows a long query touches."""
+        sums = self.s.acc[::SAMPLE_STEP]
+        if self.eligible is not None:
+            sums = sums[self.eligible[::SAMPLE_STEP]]
+        sums = sums[sums > 0]
+        if n <= 0 or len(sums) < n:
+            return 0.0
+        return float(np.partition(sums, len(sums) - n)[len(sums) - n])
+
+    def _above(self, floor: float) -> np.ndarray:
+        """Rows (eligible) whose sum is positive and at least `floor`."""
+        kept = self.s.acc >= floor if floor > 0 else self.s.acc > 0
+        if self.eligible is not None:
+            kept &= self.eligible
+        found: np.ndarray = kept.nonzero()[0]
+        return found
 
     def _clear(self) -> None:
         """The one pass's sums back to zero."""
