@@ -1,5 +1,5 @@
-"""Exact top-N BM25 over a query's postings: one pass that scores them all, or MaxScore pruning
-(as Lucene and tantivy prune), term at a time and vectorised, when it pays.
+"""Exact top-N BM25 over a query's postings: one pass that scores them all (lexical_pass.py), or
+MaxScore pruning (as Lucene and tantivy prune), term at a time and vectorised, when it pays.
 
 Pruning: a posting of term t never scores more than its bound, weight x idf x (k1 + 1). Terms
 are taken in decreasing order of that bound and their postings scored in full, batch by batch,
@@ -24,20 +24,19 @@ in buffers the view reuses (fresh memory costs page faults: indexer/index/postin
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Sequence
 from functools import cached_property
 
 import numpy as np
 
 from .bm25_params import K1
-from .postings import Scratch, Source, Stream, Terms, in_query_order, union
+from .lexical_pass import QueryPass, Result
+from .postings import Scratch, Source, Terms, in_query_order, union
 
 MARGIN = 1e-6
 FIRST_BATCH = 64  # the first batch holds 1/64 of the query's postings (at least one term)
 RACE_BATCH = 32  # a batch of the race holds 1/32 of them (at least one term)
 LEAN_POSTINGS = 1 << 19  # fewer postings: scored in full, without the pruning's bookkeeping
-LEAN_CHUNK = 1 << 17  # postings the one pass scores at once (a longer term: on its own)
 # After the first batch, theta tells how much pruning would still score in full (measured: within
 # a few points of what it does); above this share, scoring everything in query order is cheaper.
 PRUNE_MAX = 0.2
@@ -45,14 +44,10 @@ PRUNE_MAX = 0.2
 SCAN_NS = 9  # per posting read, summed and compared
 PAIR_NS = 8000  # per (term, segment) pair looked up
 NEEDLE_NS = 30  # per row looked up in a pair
-SCALAR_TERM = 1024  # postings per term from which its idf and weight multiply as scalars
 EXACT_CELLS = 1 << 22  # (terms x rows) of the final sums done at once
-SAMPLE_STEP = 16  # the one pass's rows sampled for a floor under its n-th best sum
-
-Result = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
 
-class TopN:
+class TopN(QueryPass):
     """One query's pruned scoring over the sources (every row of the segments laid end to end,
     dead ones included). Partial sums live in `scratch.acc`: -inf marks a row that may not be
     returned (dead, or outside `eligible`), +inf a row scored in full whatever its sum (`also`,
@@ -68,29 +63,15 @@ class TopN:
         eligible: np.ndarray | None,
         lean: bool = False,
     ) -> None:
-        self.sources, self.norm, self.q, self.s, self.eligible = (
-            sources,
-            norm,
-            terms,
-            scratch,
-            eligible,
-        )
         m = len(terms.weights)
         bound = terms.weights.astype(np.float64) * terms.idf.astype(np.float64) * (K1 + 1)
         self.bound = bound * (1 + MARGIN)
         total = sum(hi - lo for spans in terms.spans for _, lo, hi in spans)
         self.lean = lean or m == 1 or total <= LEAN_POSTINGS
         order = np.arange(m) if self.lean else np.argsort(-self.bound, kind="stable")
-        self.order = order.tolist()
-        self.idf, self.weights = terms.idf[order], terms.weights[order]  # by place in the order
+        super().__init__(sources, norm, terms, scratch, eligible, order)
         self.rest = np.zeros(m + 1)  # rest[k]: the bounds of the terms order[k:]
         self.rest[:m] = np.cumsum(self.bound[order][::-1])[::-1]
-        self.stream = Stream(sources, [terms.spans[t] for t in self.order], total, scratch)
-        self.total, self.starts = total, self.stream.term_starts
-        self.offsets = [source.offset for source in sources] + [len(scratch.acc)]
-        # The postings read: row, value as stored, and the term's place in the order.
-        self.rows = scratch.get("rows", total, np.int32)  # rows stay far below 2**31
-        self.raw = scratch.get("raw", total, self.stream.dtype)
         self.full = 0
         self.kept: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # race: rows, place, c
         self.looked = 0  # terms the race looked rows up in
@@ -104,65 +85,6 @@ class TopN:
     def scored(self) -> int:
         """Postings scored so far (every one for a lean query)."""
         return self.total if self.lean else self.full + sum(len(k[0]) for k in self.kept)
-
-    # -- scoring ----------------------------------------------------------------------------------
-    def _contrib(
-        self, rows: np.ndarray, raw: np.ndarray, place: np.ndarray | int, out: np.ndarray
-    ) -> None:
-        """Each posting's contribution into `out` (float64 holding float32 values): the
-        reference's float32 arithmetic in its order ((idf * tf) * (k1 + 1) / (tf + norm), then
-        x weight; or precomputed score x weight). `place`: each posting's term (its place in
-        the order), or k for postings laid out as the terms k, k+1, ... (starts[k]:...)."""
-        s, n = self.s, len(rows)
-        c = s.get("c_contrib", n, np.float32)
-        np.copyto(c, raw)  # tf (or the precomputed score) as float32
-        tmp = s.get("c_tmp", n, np.float32)
-        spans = []
-        if isinstance(place, int):
-            bounds = self.starts[place:] - self.starts[place]
-            bounds = bounds[: int(np.searchsorted(bounds, n)) + 1].tolist()
-            spans = [(place + i, x, y) for i, (x, y) in enumerate(itertools.pairwise(bounds))]
-
-        def times(table: np.ndarray) -> None:  # c *= table[term]: term by term, or gathered
-            if spans:
-                for k, x, y in spans:
-                    np.multiply(c[x:y], table[k], out=c[x:y])
-            else:
-                gathered = s.get("c_gathered", n, np.float32)
-                np.multiply(c, table.take(place, out=gathered, mode="clip"), out=c)
-
-        if self.norm is None:
-            times(self.weights)
-        else:
-            self.norm.take(rows, out=tmp, mode="clip")
-            tmp += c  # tf + norm
-            times(self.idf)  # tf * idf
-            c *= K1 + 1
-            c /= tmp
-            times(self.weights)
-        np.copyto(out, c)
-
-    def _terms(self, k: int, stop: int) -> np.ndarray | int:
-        """What _contrib takes for the postings of the terms order[k:stop]: k when their
-        terms are long enough for two scalar products each to beat two gathers."""
-        size = int(self.starts[stop] - self.starts[k])
-        return k if size >= SCALAR_TERM * (stop - k) else self._places(k, stop)
-
-    def _places(self, k: int, stop: int) -> np.ndarray:
-        """place[...] of the postings of the terms order[k:stop] (k..stop-1 each)."""
-        a, b = int(self.starts[k]), int(self.starts[stop])
-        place = self.s.get("place", b - a)  # as long as the batch: used before the next one
-        place.fill(0)
-        place[self.starts[k + 1 : stop] - a] = 1
-        place[0] = k
-        np.cumsum(place, out=place)
-        return place
-
-    def _load(self, k: int, stop: int) -> tuple[int, int]:
-        """Read the postings of the terms order[k:stop] into rows and raw; their slice."""
-        a, b = int(self.starts[k]), int(self.starts[stop])
-        self.stream.read(k, stop, self.rows[a:b], self.raw[a:b])
-        return a, b
 
     def _full(self, k: int, stop: int, floor: float) -> np.ndarray:
         """Score the terms order[k:stop] in full; returns the rows whose sum reaches floor."""
@@ -268,7 +190,7 @@ class TopN:
         every row of the true top n is a candidate. Without `coverage`, a one-pass search
         returns no coverage (no rows seen)."""
         if self.lean:
-            return self._lean(n, also, coverage)
+            return self.one_pass(n, also, coverage)
         s, rest, starts = self.s, self.rest, self.starts.tolist()
         m = len(self.order)
         if self.eligible is not None:
@@ -332,73 +254,6 @@ class TopN:
         got, place = self.rows.take(at), self.starts.searchsorted(at, side="right") - 1
         self._keep(got, self.raw.take(at), place)
         return self._exact(rows[:0], rows)
-
-    def _lean(self, n: int, also: np.ndarray, coverage: bool = True) -> Result:
-        """Every posting scored, in query-term order here, and added up per row in that order
-        (np.add.at adds element after element, as np.bincount does): the exact sums, in the
-        view's own buffers, with nothing to prune."""
-        s, q, m = self.s, self.q, len(self.order)
-        rows, starts, k = self.rows, self.starts.tolist(), 0
-        while k < m:  # terms a chunk at a time: the temporaries stay small
-            stop = k + 1
-            while stop < m and starts[stop + 1] - starts[k] <= LEAN_CHUNK:
-                stop += 1
-            a, b = self._load(k, stop)
-            wide = s.get("c_wide", b - a, np.float64)
-            self._contrib(rows[a:b], self.raw[a:b], self._terms(k, stop), wide)
-            np.add.at(s.acc, rows[a:b], wide)
-            k = stop
-        if 8 * self.total < len(s.acc):  # few postings: their rows, not every row
-            cands = union(rows)
-            cands = cands[s.acc.take(cands) > 0]
-            if self.eligible is not None:
-                cands = cands[self.eligible.take(cands)]
-        else:
-            cands = self._above(self._floor(n))
-        sums = s.acc.take(cands)
-        if len(cands) > n > 0:  # the n best and every row tied with the n-th
-            nth = np.partition(sums, len(sums) - n)[len(sums) - n]
-            cands, sums = cands[sums >= nth], sums[sums >= nth]
-        if not coverage:
-            self._clear()
-            return cands, sums.astype(np.float32), cands[:0], np.zeros(0, np.float32)
-        seen = union(cands, also)
-        # Coverage of those rows only: their postings' idf, added in posting order.
-        s.flags[seen] = 1
-        at = s.flags.take(rows, out=s.get("c_hit", self.total, np.uint8), mode="clip")
-        s.flags[seen] = 0
-        at = at.nonzero()[0]
-        idf = self.idf.astype(np.float64).take(self.starts.searchsorted(at, side="right") - 1)
-        covered = np.bincount(seen.searchsorted(rows.take(at)), weights=idf, minlength=len(seen))
-        self._clear()
-        return cands, sums.astype(np.float32), seen, (covered / max(q.total, 1e-9)).astype("f4")
-
-    def _floor(self, n: int) -> float:
-        """A lower bound of the n-th best sum (0 when there is none): the n-th best of every
-        SAMPLE_STEP-th row's, distinct rows whose n-th best cannot be above all rows'. Rows
-        under it are never listed: most rows a long query touches."""
-        sums = self.s.acc[::SAMPLE_STEP]
-        if self.eligible is not None:
-            sums = sums[self.eligible[::SAMPLE_STEP]]
-        sums = sums[sums > 0]
-        if n <= 0 or len(sums) < n:
-            return 0.0
-        return float(np.partition(sums, len(sums) - n)[len(sums) - n])
-
-    def _above(self, floor: float) -> np.ndarray:
-        """Rows (eligible) whose sum is positive and at least `floor`."""
-        kept = self.s.acc >= floor if floor > 0 else self.s.acc > 0
-        if self.eligible is not None:
-            kept &= self.eligible
-        found: np.ndarray = kept.nonzero()[0]
-        return found
-
-    def _clear(self) -> None:
-        """The one pass's sums back to zero."""
-        if 4 * self.total > len(self.s.acc):
-            self.s.acc.fill(0)
-        else:
-            self.s.acc[self.rows] = 0
 
     # -- exact sums -------------------------------------------------------------------------------
     def _exact(self, cands: np.ndarray, seen: np.ndarray) -> Result:
