@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from indexer import Index, build_index
 from indexer.search.path_names import PathWords, names_module, path_match
@@ -154,3 +156,54 @@ def test_files_share_their_directory_and_stem_word_forms(make_repo: MakeRepo) ->
     in_directory = again.path_term_cache[0]
     assert in_directory is not None and in_directory[2][0] is reader[0][0]  # "reader" again
     assert path_match(index, at["pkg/io/reader.py"], q) > path_match(index, at["lib/reader.py"], q)
+
+
+PATH_WORDS = [
+    "policies",
+    "policy",
+    "Policy",
+    "flies",
+    "fly",
+    "classes",
+    "parsing",
+    "parsed",
+    "HTTPServer",
+    "oauth2",
+    "test_client",
+    "TestClient",
+    "utils",
+    "utility",
+    "config",
+    "configuration",
+    "__init__",
+    "index",
+    "mod",
+    "data-sets",
+    "boxes",
+    "watches",
+    "rerun",
+    "queries",
+    "query",
+]
+
+
+@settings(max_examples=300, deadline=None)
+@example(dirs=[], name="flies", ext=".py", question=["fly"])  # stem "fly": not in the path
+@example(dirs=["queries"], name="index", ext=".ts", question=["query"])  # named by its dir
+@given(
+    dirs=st.lists(st.sampled_from(PATH_WORDS), max_size=3),
+    name=st.sampled_from(PATH_WORDS),
+    ext=st.sampled_from([".py", ".ts", ""]),
+    question=st.lists(
+        st.sampled_from([*PATH_WORDS, "the", "of", "utilities", "flying"]), min_size=1, max_size=6
+    ),
+)
+def test_a_path_a_question_names_is_never_skipped(
+    dirs: list[str], name: str, ext: str, question: list[str]
+) -> None:
+    """PathWords.may_name (the reranker's test before it makes a file's path forms) is False
+    only for paths the question does not name at all."""
+    path = "/".join([*dirs, name + ext])
+    text = " ".join(question)
+    if reference_path_match(path, text) > 0:
+        assert PathWords(parse_query(text)).may_name(path), (path, text)

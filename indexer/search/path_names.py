@@ -20,6 +20,8 @@ PathForms = tuple[Forms, frozenset[str], Forms, frozenset[str]]
 
 # A file named like these is named by its directory: `defaults/index.js`, `pkg/__init__.py`.
 _GENERIC_STEMS = frozenset({"index", "__init__", "mod", "init"})
+# PathWords.may_name tests at most this many strings (a report names more: no test, the forms)
+MAX_PIECES = 64
 
 
 def path_match(index: RankedView, file: int, q: Query, named: PathWords | None = None) -> float:
@@ -55,6 +57,18 @@ class PathWords:
         self.hits = frozenset(hits)
         # Candidates share directories (and stems): each part's share is counted once a query.
         self._shares: dict[Forms, float] = {}
+        # Every path word is a piece of the lowercased path, and its stem a prefix of it, or
+        # for `...ies` its start + "y": the strings a path must hold to be named at all.
+        pieces = self.hits | {h[:-1] + "ies" for h in self.hits if h.endswith("y")}
+        self._pieces = tuple(pieces) if len(pieces) <= MAX_PIECES else None
+
+    def may_name(self, path: str) -> bool:
+        """False only for a path none of whose words the query names (without making its
+        forms: a new process makes them for hundreds of candidates' files, ~10-20 us each)."""
+        if self._pieces is None:
+            return True
+        lower = path.lower()
+        return any(piece in lower for piece in self._pieces)
 
     def count(self, words: Forms) -> int:
         """How many of a path's words the query names."""

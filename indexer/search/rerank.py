@@ -216,8 +216,13 @@ def rerank(index: Index, q: Query, rows: np.ndarray, scores: np.ndarray) -> np.n
         named = PathWords(q)
         matched = np.zeros(len(unique_files), dtype=np.float64)
         cache, hits = index.path_term_cache, named.hits
+        paths = index.space.paths
         for j, f in enumerate(unique_files):  # most paths: no word named
-            known = cache[f] or file_forms(index, f)
+            known = cache[f]
+            if known is None:  # not made yet: only for a path that may be named
+                if not named.may_name(paths[f]):
+                    continue
+                known = file_forms(index, f)
             # named.score tests this too; inline, a file no word names costs no call
             if not (known[1].isdisjoint(hits) and known[3].isdisjoint(hits)):
                 matched[j] = named.score(known)
