@@ -147,9 +147,9 @@ class QueryPass:
             return cands, sums.astype(np.float32), cands[:0], np.zeros(0, np.float32)
         seen = union(cands, also)
         # Coverage of those rows only: their postings' idf, added in posting order.
-        s.flags[seen] = 1
-        at = s.flags.take(rows, out=s.get("c_hit", self.total, np.uint8), mode="clip")
-        s.flags[seen] = 0
+        s.flags[seen] = True
+        at = s.flags.take(rows, out=s.get("c_hit", self.total, bool), mode="clip")
+        s.flags[seen] = False
         at = at.nonzero()[0]
         idf = self.idf.astype(np.float64).take(self.starts.searchsorted(at, side="right") - 1)
         covered = np.bincount(seen.searchsorted(rows.take(at)), weights=idf, minlength=len(seen))

@@ -247,9 +247,9 @@ class TopN(QueryPass):
         """No top rows: the coverage of `rows` (sorted) only."""
         s = self.s
         self._load(0, len(self.order))
-        s.flags[rows] = 1
-        at = s.flags.take(self.rows, out=s.get("c_hit", self.total, np.uint8), mode="clip")
-        s.flags[rows] = 0
+        s.flags[rows] = True
+        at = s.flags.take(self.rows, out=s.get("c_hit", self.total, bool), mode="clip")
+        s.flags[rows] = False
         at = at.nonzero()[0]
         got, place = self.rows.take(at), self.starts.searchsorted(at, side="right") - 1
         self._keep(got, self.raw.take(at), place)
@@ -261,8 +261,8 @@ class TopN(QueryPass):
         posting scored of those rows, summed in query-term order."""
         s, full = self.s, self.full
         m = len(self.order)
-        s.flags[seen] = 1
-        at = s.flags.take(self.rows[:full], out=s.get("c_hit", full, np.uint8), mode="clip")
+        s.flags[seen] = True
+        at = s.flags.take(self.rows[:full], out=s.get("c_hit", full, bool), mode="clip")
         at = at.nonzero()[0]
         place = [self.starts.searchsorted(at, side="right") - 1]
         rows, wide = [self.rows.take(at)], [self.wide.take(at) if full else np.zeros(0)]
@@ -271,7 +271,7 @@ class TopN(QueryPass):
             rows.append(race_rows.take(hit))
             place.append(race_place.take(hit))
             wide.append(race_wide.take(hit))
-        s.flags[seen] = 0
+        s.flags[seen] = False
         col = np.searchsorted(seen, np.concatenate(rows))
         term, value = np.concatenate(place), np.concatenate(wide).astype(np.float32)
         bm25, coverage = np.zeros(len(seen), np.float32), np.zeros(len(seen), np.float32)

@@ -84,7 +84,8 @@ class Scratch:
         self.n_rows = n_rows
         self.acc = np.zeros(n_rows)  # partial sums per row; all zero between queries
         self.stamp = np.zeros(n_rows, dtype=np.int32)  # any values (see `distinct`)
-        self.flags = np.zeros(n_rows, dtype=np.uint8)  # rows asked about; zero between queries
+        # rows asked about; False between queries (bool: nonzero() is ~5x faster than on uint8)
+        self.flags = np.zeros(n_rows, dtype=bool)
         self.lock = threading.Lock()
         self._buffers: dict[str, np.ndarray] = {}
 
