@@ -216,11 +216,14 @@ def rerank(index: Index, q: Query, rows: np.ndarray, scores: np.ndarray) -> np.n
         named = PathWords(q)
         matched = np.zeros(len(unique_files), dtype=np.float64)
         cache, hits = index.path_term_cache, named.hits
+        # A process answering one command makes the forms of paths that may be named only; a
+        # long-lived one makes (and keeps) every candidate file's, tested by set lookups after.
+        may_name = named.may_name if index.one_shot else None
         paths = index.space.paths
         for j, f in enumerate(unique_files):  # most paths: no word named
             known = cache[f]
-            if known is None:  # not made yet: only for a path that may be named
-                if not named.may_name(paths[f]):
+            if known is None:
+                if may_name is not None and not may_name(paths[f]):
                     continue
                 known = file_forms(index, f)
             # named.score tests this too; inline, a file no word names costs no call
