@@ -16,7 +16,7 @@ import pygit2
 import pytest
 
 from indexer import Index
-from indexer.errors import IndexerError
+from indexer.errors import CorruptIndexError, IndexerError
 from indexer.fresh.share import publish
 from indexer.index import integrity
 from indexer.index.build import update_index
@@ -343,3 +343,20 @@ def test_a_merge_never_copies_damaged_rows(sample_repo: Path) -> None:
     assert current_generation(sample_repo / ".git" / "indexer") == before
     assert run_cli("build", cwd=sample_repo).returncode == 0  # a full build repairs
     assert run_cli("verify", cwd=sample_repo).returncode == 0
+
+
+def test_a_decode_error_is_one_line_unless_debugging(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A reader's TypeError (damage, or a bug in the reader) is a one-line "damaged" error that
+    says how to see it; with INDEXER_DEBUG set it is raised as it happened."""
+
+    @integrity.corrupt_as_error
+    def read(row: int) -> int:
+        return [1, 2, 3][row]  # type: ignore[index]
+
+    monkeypatch.delenv("INDEXER_DEBUG", raising=False)
+    with pytest.raises(CorruptIndexError, match=r"damaged \(TypeError\).*INDEXER_DEBUG=1"):
+        read("1")  # type: ignore[arg-type]
+    monkeypatch.setenv("INDEXER_DEBUG", "1")
+    with pytest.raises(TypeError):
+        read("1")  # type: ignore[arg-type]
+    assert read(2) == 3

@@ -14,6 +14,7 @@ checks every chunk against git (indexer/fresh/provenance.py).
 from __future__ import annotations
 
 import functools
+import os
 import tokenize
 import zlib
 from collections.abc import Callable, Sequence
@@ -120,7 +121,9 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def corrupt_as_error(method: F) -> F:
-    """Damaged artifacts fail in many ways while decoding; each becomes one clean error."""
+    """Damaged artifacts fail in many ways while decoding; each becomes one clean error. A bug
+    in the reader fails the same ways, so with INDEXER_DEBUG set the error is raised as it is
+    (with its traceback) instead."""
 
     @functools.wraps(method)
     def guarded(*args: Any, **kwargs: Any) -> Any:
@@ -129,8 +132,11 @@ def corrupt_as_error(method: F) -> F:
         except IndexerError:
             raise
         except DECODE_ERRORS as exc:
+            if os.environ.get("INDEXER_DEBUG"):
+                raise  # damage or a bug in the reader: the error as it happened, where
             raise CorruptIndexError(
-                f"the index is damaged ({type(exc).__name__}); {REBUILD}"
+                f"the index is damaged ({type(exc).__name__}); {REBUILD} "
+                "(INDEXER_DEBUG=1 shows where it failed)"
             ) from exc
 
     return guarded  # type: ignore[return-value]
