@@ -320,14 +320,16 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None, forward: bool = True) -> int:
     """Run one command; `forward`: let a running `indexer serve` answer read-only ones."""
-    if "numpy" not in sys.modules:  # this process starts here: numpy is not loaded yet
+    starts_here = "numpy" not in sys.modules  # this process starts here: numpy is not loaded
+    if starts_here:
         # One command's matrices are small: OpenBLAS starting a thread per core at import and
         # spinning them up on the first product costs more than it saves (a cold search at
         # 157k chunks: ~130 ms of dense scan instead of ~20 ms on a busy 2-core machine).
         single_threaded_math()  # before numpy loads: only the environment, no cost
     argv = list(sys.argv[1:] if argv is None else argv)
-    # A process answering one search: no cyclic collection (indexer/serve/one_command.py).
-    one_read = forward and bool(argv) and argv[0] in FORWARDED
+    # A process started to answer one search: no cyclic collection (indexer/serve/one_command.py;
+    # not in a process that calls main() again and again, which would keep its garbage).
+    one_read = starts_here and forward and bool(argv) and argv[0] in FORWARDED
     with no_collection() if one_read else nullcontext():
         return _command(argv, forward)
 

@@ -3,9 +3,10 @@
 
 A cold search creates ~24k objects, most of them modules' (numpy's and ours) as they import:
 the cyclic collector ran 46 times during those imports (4-5 ms) and, at interpreter shutdown,
-traversed every object again (~17 ms of a 137 ms process on the 163k-chunk corpus: 117-123 ms
-with the shutdown collections skipped; seventeenth pass, docs/benchmarks.md). One command's
-cyclic garbage is a few thousand objects, freed with the process. Objects are still finalized
+traversed every object again (a process on the 163k-chunk corpus: 133.7 ms, 116.0 without
+either; seventeenth pass, docs/benchmarks.md). One command's cyclic garbage is a few thousand
+objects, freed with the process; only a process that starts with the command (cli.main before
+numpy is imported) does this, not one that calls main() again and again. Objects are still finalized
 by reference counting, and atexit handlers and stream flushes run as usual; what this process
 writes (the savings log) is written with os.write, never left in a buffer.
 """
