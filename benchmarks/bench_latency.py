@@ -6,8 +6,9 @@
 Corpora: sympy 1.5 (~38k chunks) and "big": sympy 1.5 + Django 5.1.4 (sdist) + the .py files of
 the scikit-learn 1.5.2, scipy 1.14.1 and transformers 4.46.3 wheels (~150k+ chunks), each
 committed into a bare git repository. Both systems run in their own long-lived worker process and
-time each search in-process; queries alternate between the two workers, so drift on a shared
-machine hits both alike (report ratios). Three query kinds: identifiers (symbols sampled from the
+time each search in-process; queries alternate between the workers (in a shuffled order, each
+search timed once no worker has a running thread: `wait_idle`), so drift on a shared machine
+hits both alike (report ratios). Three query kinds: identifiers (symbols sampled from the
 corpus), short questions, issue-sized texts (sympy issues from ../shared/devset). Cold: a whole
 `indexer search --json` process against `python -c "import numpy, faiss"`, alternating. Flat:
 with both corpora, one process opens both indexes and runs sympy's queries on each, alternating
@@ -282,24 +283,71 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
+def running_threads(pid: int) -> int:
+    """Threads of process `pid` on a CPU or waiting for one (state R in /proc; 0 without it)."""
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return 0
+    running = 0
+    for tid in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stat") as fh:
+                stat = fh.read()
+        except OSError:  # the thread ended
+            continue
+        running += stat[stat.rfind(")") + 2 : stat.rfind(")") + 3] == "R"
+    return running
+
+
+def wait_idle(workers: dict[str, Worker], limit_s: float = 1.0, gap_s: float = 0.0) -> float:
+    """Wait (at most `limit_s`) until no thread of any worker runs; the seconds waited.
+
+    A library's thread pool may keep its threads spinning after a search returns: Semble's
+    numpy (OpenBLAS) keeps two busy for ~0.1 s after each of its searches, its default thread
+    timeout. On a 2-core machine the next system timed shared the cores with them: a median
+    ~0.5 ms higher and, whenever the scheduler took the CPU away, a sample one time slice
+    (~4 ms) longer (docs/benchmarks.md, eighteenth pass). Every system is timed on an idle
+    machine. `gap_s`: wait at least this long (searches spaced as an agent's are: every cache
+    cold, for every system)."""
+    start = time.perf_counter()
+    if gap_s > 0:
+        time.sleep(gap_s)
+    while any(running_threads(w.proc.pid) for w in workers.values()):
+        if time.perf_counter() - start > limit_s:
+            break
+        time.sleep(0.001)
+    return time.perf_counter() - start
+
+
 def warm(
-    workers: dict[str, Worker], queries: dict[str, list[str]], repeats: int
-) -> dict[str, dict[str, dict[str, float]]]:
+    workers: dict[str, Worker],
+    queries: dict[str, list[str]],
+    repeats: int,
+    idle: bool = True,
+    gap_s: float = 0.0,
+) -> dict[str, Any]:
     times: dict[str, dict[str, list[float]]] = {w: {k: [] for k in queries} for w in workers}
+    waited = dict.fromkeys(workers, 0.0)  # seconds waited for the machine after each system
     for qs in queries.values():
         for q in qs:  # warm-up: every query once per system
             for worker in workers.values():
                 worker.time(q)
-    names, turn = list(workers), 0
+    names, shuffle = list(workers), random.Random(0)
     for _ in range(repeats):
         for kind, qs in queries.items():
             for q in qs:
-                # The order turns query by query: turning it per repeat put one system first
-                # in 3 of the default 5 repeats, and the same code measured 2-4 % apart.
-                turn += 1
-                for name in names if turn % 2 else reversed(names):
+                # Each query's order is shuffled: with three systems, reversing the order each
+                # query had the middle one never follow itself (its caches always another's:
+                # the same code measured 0.87-0.94x itself in that place, eighteenth pass), and
+                # turning it per repeat put one system first in 3 of 5 repeats (2-4 %).
+                order = names[:]
+                shuffle.shuffle(order)
+                for name in order:
                     times[name][kind].append(workers[name].time(q))
-    return {
+                    if idle:  # (--no-idle-wait: the next search starts at once, as before)
+                        waited[name] += wait_idle(workers, gap_s=gap_s)
+    out: dict[str, Any] = {
         name: {
             kind: {
                 "p50_ms": round(statistics.median(ts), 3),
@@ -309,6 +357,9 @@ def warm(
         }
         for name, per_kind in times.items()
     }
+    samples = repeats * sum(len(qs) for qs in queries.values())
+    out["idle_wait_ms"] = {name: round(s * 1000 / samples, 2) for name, s in waited.items()}
+    return out
 
 
 def cold(
@@ -425,6 +476,14 @@ def main() -> int:
     parser.add_argument("--semble-python", default=None, help="python of a venv with semble")
     parser.add_argument("--semble-model", default=None, help="local model2vec model directory")
     parser.add_argument("--baseline", type=Path, default=None, help="an earlier checkout")
+    parser.add_argument(
+        "--no-idle-wait",
+        action="store_true",
+        help="time the next search without waiting for every worker's threads to be idle",
+    )
+    parser.add_argument(
+        "--gap-ms", type=float, default=0.0, help="idle time before each timed search (spaced)"
+    )
     parser.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--flat-worker", nargs=2, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -457,7 +516,10 @@ def main() -> int:
                 env=dict(os.environ, HF_HUB_OFFLINE="1"),
             )
             entry["semble_index_s"] = workers["semble"].ready
-        entry["warm"] = warm(workers, queries, args.repeats)
+        entry["warm"] = warm(
+            workers, queries, args.repeats, not args.no_idle_wait, args.gap_ms / 1000
+        )
+        entry["protocol"] = {"idle_wait": not args.no_idle_wait, "gap_ms": args.gap_ms}
         for worker in workers.values():
             worker.close()
         all_queries = [q for qs in queries.values() for q in qs]
@@ -507,6 +569,13 @@ def report(results: dict[str, Any]) -> str:
                 f"| {name} | {entry['chunks']} | {kind} | {pair(m)} | {pair(s)} | {pair(b)} | "
                 f"{ratio(m, s, 'p50_ms')} / {ratio(m, s, 'p95_ms')} | {ratio(m, b, 'p50_ms')} |"
             )
+    waits = [
+        f"{name}: " + ", ".join(f"{s} {ms}" for s, ms in entry["warm"]["idle_wait_ms"].items())
+        for name, entry in results.items()
+        if "idle_wait_ms" in entry["warm"]
+    ]
+    if waits:
+        lines += ["", "waited for idle workers after a search, ms a sample: " + "; ".join(waits)]
     lines += [
         "",
         "| corpus | import numpy, faiss ms | cold search ms (× floor) | with `indexer serve` ms "
