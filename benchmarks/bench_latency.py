@@ -13,7 +13,8 @@ corpus), short questions, issue-sized texts (sympy issues from ../shared/devset)
 `indexer search --json` process against `python -c "import numpy, faiss"`, alternating. Flat:
 with both corpora, one process opens both indexes and runs sympy's queries on each, alternating
 query by query, so the big/sympy ratio of p50 is the same queries' cost at ~4x the chunks.
-Semble (PyPI `semble` 0.7) needs its own venv and a local model2vec model (see DEVELOPERS.md).
+Semble (PyPI `semble` 0.7) needs its own venv and a local model2vec model (docs/benchmarks.md,
+"Query latency", has the commands).
 """
 
 from __future__ import annotations
