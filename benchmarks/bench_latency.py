@@ -306,11 +306,11 @@ def wait_idle(workers: dict[str, Worker], limit_s: float = 1.0, gap_s: float = 0
 
     A library's thread pool may keep its threads spinning after a search returns: Semble's
     numpy (OpenBLAS) keeps two busy for ~0.1 s after each of its searches, its default thread
-    timeout. On a 2-core machine the next system timed shared the cores with them: a median
-    ~0.5 ms higher and, whenever the scheduler took the CPU away, a sample one time slice
-    (~4 ms) longer (docs/benchmarks.md, eighteenth pass). Every system is timed on an idle
-    machine. `gap_s`: wait at least this long (searches spaced as an agent's are: every cache
-    cold, for every system)."""
+    timeout. On a 2-core machine the next system timed shared the cores with them: its median
+    0.2-0.5 ms higher at 163k chunks and, whenever the scheduler took the CPU away, a sample one
+    time slice (~4 ms) longer (docs/benchmarks.md, eighteenth pass). Every system is timed on an
+    idle machine. `gap_s`: wait at least this long (searches spaced as an agent's are: every
+    cache cold, for every system)."""
     start = time.perf_counter()
     if gap_s > 0:
         time.sleep(gap_s)
