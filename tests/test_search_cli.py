@@ -170,6 +170,22 @@ def test_dispatch_in_process(repo: Path, capsys: pytest.CaptureFixture[str]) -> 
     assert capsys.readouterr().err.startswith("indexer: error: unknown kind")
 
 
+def test_in_process_callers_keep_their_collector(
+    repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Only a process started for one command turns collection off and freezes its objects; a
+    program that calls main() again and again (numpy already loaded) keeps its collector."""
+    import gc
+
+    from indexer.serve.cli import main
+
+    frozen = gc.get_freeze_count()
+    assert main(["search", "retry_with_backoff", "--repo", str(repo), "--no-log", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)[0]["symbol"] == "retry_with_backoff"
+    assert gc.isenabled()
+    assert gc.get_freeze_count() == frozen  # nothing of this process was frozen
+
+
 ONE_SEARCH = """
 import atexit, gc, json, sys
 import indexer.serve.cli as cli

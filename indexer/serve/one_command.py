@@ -6,9 +6,9 @@ the cyclic collector ran 46 times during those imports (4-5 ms) and, at interpre
 traversed every object again (a process on the 163k-chunk corpus: 133.7 ms, 116.0 without
 either; seventeenth pass, docs/benchmarks.md). One command's cyclic garbage is a few thousand
 objects, freed with the process; only a process that starts with the command (cli.main before
-numpy is imported) does this, not one that calls main() again and again. Objects are still finalized
-by reference counting, and atexit handlers and stream flushes run as usual; what this process
-writes (the savings log) is written with os.write, never left in a buffer.
+numpy is imported) does this, not one that calls main() again and again. Objects are still
+finalized by reference counting, and atexit handlers and stream flushes run as usual; what this
+process writes (the savings log) is written with os.write, never left in a buffer.
 """
 
 from __future__ import annotations
