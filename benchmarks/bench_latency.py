@@ -297,7 +297,7 @@ def running_threads(pid: int) -> int:
                 stat = fh.read()
         except OSError:  # the thread ended
             continue
-        running += stat[stat.rfind(")") + 2 : stat.rfind(")") + 3] == "R"
+        running += stat.rpartition(")")[2].split()[:1] == ["R"]  # the state follows the name
     return running
 
 
