@@ -16,6 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from indexer import Index
+from indexer.errors import CorruptIndexError
 from indexer.index import lexical_topk, postings
 from indexer.index.build import build_index, update_index
 from indexer.index.lexical import top_rows
@@ -225,3 +226,26 @@ def test_search_over_segments_equals_merged(views: dict[str, Index]) -> None:
         assert [(r.id, r.score, r.confidence) for r in a.search(q)] == [
             (r.id, r.score, r.confidence) for r in b.search(q)
         ]
+
+
+def test_postings_read_with_pread_from_a_truncated_file_say_how_to_rebuild(
+    views: dict[str, Index], tmp_path: Path
+) -> None:
+    """A postings file cut short under a process that reads it with pread: a one-line
+    CorruptIndexError naming the file, not short or stale postings."""
+    copy = tmp_path / "index"
+    shutil.copytree(views["streamed"].snapshot.parent.parent, copy)
+    saved = postings.PREAD_MIN
+    postings.PREAD_MIN = 0
+    try:
+        index = Index(current_generation(copy))
+        sources = index.lexical._sources
+    finally:
+        postings.PREAD_MIN = saved
+    assert all(source.direct is not None for source in sources)
+    docs = Path(sources[0]._files[0][0])  # type: ignore[index]
+    with docs.open("r+b") as fh:
+        fh.truncate(sources[0]._files[0][1])  # type: ignore[index]  # the header only
+    _, common = vocabulary(index.lexical)
+    with pytest.raises(CorruptIndexError, match=r"bm25_docs\.npy is truncated; .*indexer build"):
+        index.lexical.top(common[:20], {}, 10)
