@@ -12,8 +12,6 @@ from __future__ import annotations
 from functools import cache
 from typing import Any
 
-import numpy as np
-
 from .chunks import Chunk, chunk_id, materialize
 from .datafiles import DATA_LANGUAGES, data_records
 from .generic import collect_generic
@@ -32,6 +30,7 @@ from .treenodes import (
     signature_of,
     zig_classify,
 )
+from .windows import LineChunker
 
 __all__ = ["CHUNKER_VERSION", "Chunk", "chunk_file", "chunk_id", "chunk_records", "materialize"]
 
@@ -41,94 +40,14 @@ __all__ = ["CHUNKER_VERSION", "Chunk", "chunk_file", "chunk_id", "chunk_records"
 # files by shape (indexer/source/notebook.py, indexer/source/datafiles.py).
 CHUNKER_VERSION = 6
 MAX_CHUNK_LINES = 120  # a definition longer than this is split
-MODULE_BLOCK_LINES = 60  # module-level code and text windows
-WINDOW_OVERLAP = 8
 
 
-class _FileChunker:
-    """Chunks one file's bytes. Path-independent except for `stem` (module chunks' name), so
-    results can be reused for the same blob under another path (index/blobcache.py)."""
+class _FileChunker(LineChunker):
+    """Chunks one file's bytes: definitions by tree-sitter, the rest by lines (LineChunker)."""
 
     def __init__(self, stem: str, data: bytes) -> None:
-        self.stem = stem
-        self.data = data
-        self.lines = data.decode("utf-8", errors="replace").splitlines()
-        self.line_starts = _line_starts(data)
-        self.records: list[dict[str, Any]] = []
+        super().__init__(stem, data)
         self.tree: Any = None  # the tree-sitter tree of `data` when a language spec parsed it
-
-    # -- output ----------------------------------------------------------------------------------
-    def emit(
-        self,
-        kind: str,
-        symbol: str,
-        qualname: str,
-        start_line: int,
-        end_line: int,
-        text: str,
-        signature: str = "",
-        docstring: str = "",
-    ) -> None:
-        if not text.strip():
-            return
-        start_byte = self.line_starts[min(start_line, len(self.line_starts) - 1)]
-        end_byte = self.line_starts[min(end_line + 1, len(self.line_starts) - 1)]
-        self.records.append(
-            {
-                "kind": kind,
-                "symbol": symbol,
-                "qualname": qualname,
-                "signature": signature,
-                "docstring": docstring,
-                "start_line": start_line + 1,
-                "end_line": end_line + 1,
-                "start_byte": start_byte,
-                "end_byte": end_byte,
-                "text": text,
-            }
-        )
-
-    def line_text(self, start: int, end: int) -> str:
-        return "\n".join(self.lines[start : end + 1])
-
-    # -- windows for text and module-level code ------------------------------------------------
-    def windows(
-        self, kind: str, symbol: str, qualname: str, start: int, end: int, size: int
-    ) -> None:
-        if end - start + 1 <= size:
-            self.emit(kind, symbol, qualname, start, end, self.line_text(start, end))
-            return
-        step = max(1, size - WINDOW_OVERLAP)
-        pos = start
-        while pos <= end:
-            stop = min(end, pos + size - 1)
-            self.emit(kind, symbol, qualname, pos, stop, self.line_text(pos, stop))
-            if stop == end:
-                break
-            pos += step
-
-    def text_file(self, language: str) -> None:
-        if language == "markdown":
-            self.markdown()
-        else:
-            self.windows("text", self.stem, "", 0, len(self.lines) - 1, MODULE_BLOCK_LINES)
-
-    def markdown(self) -> None:
-        sections: list[tuple[int, str]] = [(0, self.stem)]
-        fenced = False
-        for number, line in enumerate(self.lines):
-            if line.lstrip().startswith(("```", "~~~")):
-                fenced = not fenced
-            elif not fenced and line.startswith("#"):
-                heading = line.lstrip("#").strip()
-                if number == 0:
-                    sections[0] = (0, heading)
-                else:
-                    sections.append((number, heading))
-        for i, (start, heading) in enumerate(sections):
-            end = sections[i + 1][0] - 1 if i + 1 < len(sections) else len(self.lines) - 1
-            if end >= start:
-                self.windows("section", heading, heading, start, end, MODULE_BLOCK_LINES)
 
     # -- code ------------------------------------------------------------------------------------
     def code_file(self, spec: LanguageSpec, generic: bool = False) -> None:
@@ -146,23 +65,6 @@ class _FileChunker:
             for line in range(d.start_line, min(d.end_line, len(self.lines) - 1) + 1):
                 covered[line] = True
         self.module_code(covered)
-
-    def module_code(self, covered: list[bool]) -> None:
-        """Imports, constants and top-level statements: runs of lines outside definitions."""
-        block_start: int | None = None
-        for number in range(len(self.lines) + 1):
-            inside = number < len(self.lines) and not covered[number]
-            if inside and block_start is None:
-                block_start = number
-            elif not inside and block_start is not None:
-                start, end = block_start, number - 1
-                while start <= end and not self.lines[start].strip():
-                    start += 1
-                while end >= start and not self.lines[end].strip():
-                    end -= 1
-                if start <= end:
-                    self.windows("module", self.stem, "<module>", start, end, MODULE_BLOCK_LINES)
-                block_start = None
 
     def collect(self, spec: LanguageSpec, node: Any, scope: list[str]) -> list[Definition]:
         found: list[Definition] = []
@@ -412,13 +314,6 @@ def chunk_file(path: str, language: str, blob: str, data: bytes) -> list[Chunk]:
 
 
 # -- helpers -------------------------------------------------------------------------------------
-
-
-def _line_starts(data: bytes) -> list[int]:
-    """The byte offset of every line, then len(data): one vectorised pass, not a find per line
-    (a build meets millions of lines)."""
-    newlines = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == 10)
-    return [0, *(newlines + 1).tolist(), len(data)]
 
 
 def path_stem(path: str) -> str:

@@ -1,9 +1,9 @@
 """Code graph: files, modules and symbols with DEFINES, IMPORTS, CALLS and INHERITS edges.
 
-An index stores per-file facts only (extract*.py -> facts.py, one set per segment); names are
-resolved when a question is asked (resolve.py, imports.py; `related.related` answers `indexer
-related`), so an update's graph work
-is the changed files' extraction. codegraph.py resolves everything at once for ranking (rank.py)
+An index stores per-file facts only (extract*.py -> facts.py, one set per segment, read as one
+repository by fact_view.py); names are resolved when a question is asked (resolve.py, imports.py;
+`related.related` answers `indexer related`), so an update's graph work is the changed files'
+extraction. codegraph.py resolves everything at once for ranking (rank.py)
 and export. Names load on first use: a segment reader imports facts.py alone (no tree-sitter, no
 resolver), and networkx is imported only by `CodeGraph.to_networkx`.
 """
@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # the names below, for type checkers (at run time: __getattr__)
     from .codegraph import CodeGraph as CodeGraph
     from .extract import extract_file as extract_file
+    from .fact_view import FactsView as FactsView
     from .facts import FactsSegment as FactsSegment
-    from .facts import FactsView as FactsView
     from .facts import read_facts as read_facts
     from .facts import write_facts as write_facts
     from .model import EDGE_TYPES as EDGE_TYPES
@@ -31,7 +31,7 @@ _HOME = {
     "CodeGraph": "codegraph",
     "extract_file": "extract",
     "FactsSegment": "facts",
-    "FactsView": "facts",
+    "FactsView": "fact_view",
     "read_facts": "facts",
     "write_facts": "facts",
     "EDGE_TYPES": "model",

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from .facts import FactsView, FilesSource
+from .fact_view import FactsView, FilesSource
 from .imports import FactSource
 from .model import EDGE_TYPES, HOW, SYMBOL_KINDS, FileGraph, walk
 from .resolve import Resolver

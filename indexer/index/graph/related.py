@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import IndexerError
-from .facts import FactsView, module_tokens
+from .fact_view import FactsView
+from .facts import module_tokens
 from .model import JS_LANGUAGES, RESOLVED_LANGUAGES, SYMBOL_KINDS, FileGraph, short_name, walk
 from .names import stem
 from .resolve import Resolver
