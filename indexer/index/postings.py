@@ -173,6 +173,11 @@ class Stream:
         self._at = self.starts.tolist()
         kinds = {sources[g].views[1].dtype for g in set(self.segment)}
         self.dtype = np.result_type(*kinds) if kinds else np.dtype(np.uint16)
+        # Each segment's (fd, offset) pairs when its parts are read by bare preadv calls (values
+        # stored in the stream's dtype); None: through Source.pread.
+        self._direct = [
+            source.direct if source.views[1].dtype == self.dtype else None for source in sources
+        ]
 
     def part(self, p: int, which: int) -> np.ndarray:
         """Docs (0) or values (1) of part p alone (a pread source reads it into its buffer)."""
@@ -195,8 +200,8 @@ class Stream:
             x, y = at[p] - base, at[p + 1] - base
             source = self.sources[seg]
             part = rows[x:y]
-            direct = source.direct
-            if direct is not None and values.dtype == source.views[1].dtype:
+            direct = self._direct[seg]
+            if direct is not None:
                 docs_fd, docs_at, values_fd, values_at = direct  # docs: int32
                 n = y - x
                 if preadv(docs_fd, (part.data,), docs_at + 4 * lo) != 4 * n:
