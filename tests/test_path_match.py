@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
@@ -127,35 +130,49 @@ def test_path_match_equals_the_word_by_word_definition(make_repo: MakeRepo) -> N
             assert got == reference_path_match(record["path"], question), (question, record)
 
 
-def test_files_share_their_directory_and_stem_word_forms(make_repo: MakeRepo) -> None:
-    """The per-file path cache holds shared objects: a directory's forms once for all its
-    files, a stem's once for every directory it is in (one copy per file was 7 MB at 163k
-    chunks)."""
+def test_files_share_their_directory_and_stem_ids(make_repo: MakeRepo) -> None:
+    """The path table holds each directory's and each stem's words once, under one part id,
+    for every file with that directory or stem; a word is one form id wherever it is."""
     root = make_repo(
-        {"pkg/io/reader.py": "x = 1\n", "pkg/io/writer.py": "y = 2\n", "lib/reader.py": "z = 3\n"}
+        {
+            "pkg/io/reader.py": "x = 1\n",
+            "pkg/io/writer.py": "y = 2\n",
+            "lib/reader.py": "z = 3\n",
+            "reader/io.py": "w = 4\n",
+        }
     )
     build_index(root, progress=False)
     index = Index.open(root)
     q = parse_query("reader of io")
     at = {record["path"]: f for f, record in enumerate(index.files)}
-    for f in at.values():
-        path_match(index, f, q)
-    cache = index.path_term_cache
-    reader, writer, other = (
-        cache[at[p]] for p in ("pkg/io/reader.py", "pkg/io/writer.py", "lib/reader.py")
+    scores = {p: path_match(index, f, q) for p, f in at.items()}
+    table = index.path_table
+    reader, writer, other, nested = (
+        at[p] for p in ("pkg/io/reader.py", "pkg/io/writer.py", "lib/reader.py", "reader/io.py")
     )
-    assert reader is not None and writer is not None and other is not None
-    assert reader[2] is writer[2] and reader[3] is writer[3]  # pkg/io
-    assert reader[0] is other[0] and reader[1] is other[1]  # reader
-    # A one-word part's union is its word's forms; a word is one object wherever it is.
-    assert reader[1] is reader[0][0] and other[2][0] is other[3]
-    nested = make_repo({"reader/io.py": "x = 1\n"})
-    build_index(nested, progress=False)
-    again = Index.open(nested)
-    path_match(again, 0, q)
-    in_directory = again.path_term_cache[0]
-    assert in_directory is not None and in_directory[2][0] is reader[0][0]  # "reader" again
-    assert path_match(index, at["pkg/io/reader.py"], q) > path_match(index, at["lib/reader.py"], q)
+    assert table.directory[reader] == table.directory[writer]  # pkg/io
+    assert table.stem[reader] == table.stem[other] == table.directory[nested]  # reader
+    assert table.stem[nested] != table.directory[reader]  # "io" alone is not "pkg/io"
+    assert len(set(table.stem.tolist()) | set(table.directory.tolist())) == 5
+    assert scores["pkg/io/reader.py"] > scores["lib/reader.py"] > scores["pkg/io/writer.py"]
+
+
+def test_the_reranker_scores_files_at_once_as_one_by_one(make_repo: MakeRepo) -> None:
+    """`PathTable.scores` over many files equals path_match file by file, in a fresh table
+    and in one filled by other queries first, and in a process answering one command."""
+    files = {path: text for _, path, text, rival, _ in CASES for path in (path, rival)}
+    files.update({"pkg/configuration/utils.py": "x = 1\n", "src/index.ts": "export {}\n"})
+    root = make_repo(files)
+    build_index(root, progress=False)
+    questions = [case[0] for case in CASES] + ["util config", "configure the utilities"]
+    for one_shot in (False, True):
+        index = Index.open(root, one_shot=one_shot)
+        every = np.arange(len(index.files), dtype=np.int64)
+        for question in questions:
+            words = PathWords(parse_query(question))
+            at_once = index.path_table.scores(words, every[::-1]).tolist()[::-1]
+            paths = [record["path"] for record in index.files]
+            assert at_once == [reference_path_match(p, question) for p in paths], question
 
 
 PATH_WORDS = [
@@ -207,3 +224,46 @@ def test_a_path_a_question_names_is_never_skipped(
     text = " ".join(question)
     if reference_path_match(path, text) > 0:
         assert PathWords(parse_query(text)).may_name(path), (path, text)
+
+
+def test_threads_fill_and_read_one_path_table(make_repo: MakeRepo) -> None:
+    """Searches in several threads fill one index's table at once: each gets the scores it
+    would get alone."""
+    files = {f"pkg/{d}/{name}.py": "x = 1\n" for d in ("io", "net", "db") for name in PATH_WORDS}
+    root = make_repo(files)
+    build_index(root, progress=False)
+    questions = ["reader of io", "policy of the network", "configure utilities", "parsed queries"]
+    index = Index.open(root)
+    paths = [record["path"] for record in index.files]
+    want = {q: [reference_path_match(p, q) for p in paths] for q in questions}
+    every = np.arange(len(paths), dtype=np.int64)
+
+    def score(question: str) -> list[float]:
+        words = PathWords(parse_query(question))
+        got: list[float] = []
+        for start in range(0, len(every), 7):  # new files at every call
+            got.extend(index.path_table.scores(words, every[start : start + 7]).tolist())
+        return got
+
+    with ThreadPoolExecutor(4) as pool:
+        for question, got in zip(questions, pool.map(score, questions), strict=True):
+            assert got == want[question], question
+
+
+def test_one_shot_and_long_lived_searches_rank_paths_alike(make_repo: MakeRepo) -> None:
+    """A process answering one command scores only the files `may_name` lets through; the
+    answers are a long-lived process's, scores included."""
+    files = {path: text for _, path, text, rival, _ in CASES for path in (path, rival)}
+    files.update({"pkg/configuration/utils.py": "x = 1\n", "src/index.ts": "export {}\n"})
+    root = make_repo(files)
+    build_index(root, progress=False)
+    questions = [case[0] for case in CASES] + ["util config", "configure the utilities"]
+    found = 0
+    for question in questions:
+        answers = [
+            [(r.path, r.start_line, r.score) for r in Index.open(root, one_shot=s).search(question)]
+            for s in (False, True)
+        ]
+        assert answers[0] == answers[1], question
+        found += bool(answers[0])
+    assert found >= len(CASES)

@@ -5,9 +5,19 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from indexer import Index, build_index
-from indexer.search.query import parse_query, salient_text
+from indexer.search.query import (
+    _DOTTED,
+    _IDENT_SHAPE,
+    _PATH,
+    in_words,
+    parse_query,
+    salient_text,
+    shaped_words,
+)
 from indexer.search.rerank import doc_correction, shape_flags
 from indexer.source.pathclass import (
     FLAG_DATA,
@@ -52,6 +62,56 @@ def test_a_report_is_read_for_its_code_evidence() -> None:
     assert "tests" in q.terms and "tests" not in q.ask_terms
     assert parse_query("how are widget tests organised").ask_terms >= {"tests"}
     assert q.paths == ("/usr/lib/python3/site-packages/widget/core.py",)
+
+
+PIECES = [
+    "sympy/core/basic.py",
+    "./pkg/mod.rs",
+    "/abs/path/x.tsx",
+    "a-b.py",
+    "-x.py",
+    "foo.bar.baz()",
+    "e.g.",
+    "x.y",
+    ".hidden",
+    "pkg.",
+    "Widget.render",
+    "snake_case",
+    "camelCase",
+    "HTTPServer",
+    "Title",
+    "word",
+    "über.straße",
+    "naïve",
+    "ÀB",
+    "a::b",
+    "f()",
+    "v1.2.3",
+    "(sympy.core)",
+    '"File',
+    "line",
+    "12,",
+    "in",
+    "x.py:12",
+]
+SPACES = [" ", "\n", "\t", "\u00a0", "\u2003", "\x1c", ""]
+
+
+@settings(max_examples=400, deadline=None)
+@example(pieces=["(sympy.core)", "x.py:12"], spaces=[" "])
+@given(
+    pieces=st.lists(st.sampled_from(PIECES), min_size=1, max_size=12),
+    spaces=st.lists(st.sampled_from(SPACES), min_size=1, max_size=12),
+)
+def test_paths_dotted_names_and_shaped_words_are_found_word_by_word(
+    pieces: list[str], spaces: list[str]
+) -> None:
+    """What parse_query finds in a text's words is what the patterns find in the whole text."""
+    text = "".join(p + spaces[i % len(spaces)] for i, p in enumerate(pieces))
+    words = text.split()
+    assert in_words(_PATH, words) == _PATH.findall(text)
+    assert in_words(_DOTTED, words) == _DOTTED.findall(text)
+    assert shaped_words(words) == [w for w in words if _IDENT_SHAPE.search(w)]
 
 
 def test_short_queries_keep_every_term_equal() -> None:

@@ -1,6 +1,6 @@
 """A generation view with what the ranking keeps per index: exact definitions by name, the
 project's own names, and per-file values the reranker fills in as files are ranked (their
-path word forms, path-class fixes, compound-name keys); `Index` (indexer/api.py) is one."""
+path words, path-class fixes, compound-name keys); `Index` (indexer/api.py) is one."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from ..index.view import GenerationView
 if TYPE_CHECKING:
     from .arrays import FileValues
     from .definitions import DefinitionTable
-    from .path_names import PathForms
+    from .path_table import PathTable
 
 
 class RankedView(GenerationView):
@@ -45,10 +45,12 @@ class RankedView(GenerationView):
         return {t for name in names for t in path_terms(name)}
 
     @cached_property
-    def path_term_cache(self) -> list[PathForms | None]:
-        """Per file: its stem's and its directories' word forms with the union of each (shared
-        objects), filled as files are ranked."""
-        return [None] * self.space.n_files
+    def path_table(self) -> PathTable:
+        """Per file: its stem's and its directory's words as ids, filled as files are ranked
+        (indexer/search/path_table.py)."""
+        from .path_table import PathTable
+
+        return PathTable(self.space.paths)
 
     @cached_property
     def flag_fixes(self) -> FileValues:

@@ -21,7 +21,7 @@ from ..source.pathclass import (
     directory_flags,
 )
 from .arrays import member, unique_inverse
-from .path_names import PathWords, compound_key, file_forms, named_exactly, names_module, names_path
+from .path_names import PathWords, compound_key, named_exactly, names_module, names_path
 from .query import Query
 
 if TYPE_CHECKING:
@@ -215,20 +215,15 @@ def rerank(index: Index, q: Query, rows: np.ndarray, scores: np.ndarray) -> np.n
     if w["path"]:
         named = PathWords(q)
         matched = np.zeros(len(unique_files), dtype=np.float64)
-        cache, hits = index.path_term_cache, named.hits
-        # A process answering one command makes the forms of paths that may be named only; a
-        # long-lived one makes (and keeps) every candidate file's, tested by set lookups after.
-        may_name = named.may_name if index.one_shot else None
-        paths = index.space.paths
-        for j, f in enumerate(unique_files):  # most paths: no word named
-            known = cache[f]
-            if known is None:
-                if may_name is not None and not may_name(paths[f]):
-                    continue
-                known = file_forms(index, f)
-            # named.score tests this too; inline, a file no word names costs no call
-            if not (known[1].isdisjoint(hits) and known[3].isdisjoint(hits)):
-                matched[j] = named.score(known)
+        # A process answering one command fills the path table for paths that may be named
+        # only (indexer/search/path_table.py); a long-lived one fills in every candidate's.
+        if index.one_shot:
+            paths = index.space.paths
+            may = [j for j, f in enumerate(unique_files) if named.may_name(paths[f])]
+            if may:
+                matched[may] = index.path_table.scores(named, unique[may])
+        else:
+            matched = index.path_table.scores(named, unique)
         factor *= 1.0 + w["path"] * matched
         # A report's dotted names are mostly its imports (context, not the fault).
         dotted = q.dotted and not q.issue_sized
