@@ -25,7 +25,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench_latency import query_sets, timed_run
+from latency_corpora import query_sets
+from latency_processes import timed_run
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -27,7 +27,6 @@ import statistics
 import subprocess
 import sys
 import time
-import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -36,34 +35,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, os.environ.get("INDEXER_BENCH_SRC") or str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-SHORT_QUESTIONS = [
-    "solve a system of linear equations",
-    "how is the determinant of a matrix computed",
-    "simplify trigonometric expressions",
-    "latex printing of integrals",
-    "where are symbol assumptions like positive checked",
-    "series expansion around a point",
-    "prime factorization of an integer",
-    "lambdify with a numpy backend",
-    "hints for solving ordinary differential equations",
-    "pretty printer with unicode characters",
-    "how are rational numbers normalised",
-    "gcd of polynomials",
-    "parse a string into an expression",
-    "limits at infinity",
-    "integrate rational functions",
-    "code generation to C",
-    "how are database migrations applied",
-    "url routing and reverse resolution",
-    "csrf token validation middleware",
-    "fit a random forest classifier",
-    "sparse matrix multiplication",
-    "attention mask for a transformer model",
-    "tokenizer padding and truncation",
-    "cross validation splitting",
-]
-
-BIG_WHEELS = ["scikit-learn==1.5.2", "scipy==1.14.1", "transformers==4.46.3"]
+from latency_corpora import corpus, drop_cached, ensure_index, query_sets  # noqa: E402
+from latency_processes import Baseline, cold, run_with_input, search_rss  # noqa: E402
 
 SEMBLE_WORKER = r"""
 import json, sys, time
@@ -172,113 +145,6 @@ class Worker:
         self.proc.wait(timeout=60)
 
 
-def wheel_sources(spec: str, work: Path) -> Path:
-    """The .py files of a wheel, unpacked under WORK/src/wheels/NAME (no build needed)."""
-    name = spec.split("==")[0]
-    out = work / "src" / "wheels" / name
-    if out.is_dir():
-        return out
-    dl = work / "wheels"
-    dl.mkdir(parents=True, exist_ok=True)
-    subprocess.run(
-        [
-            *(sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary", ":all:"),
-            *(
-                "--python-version",
-                "3.11",
-                "--platform",
-                "manylinux2014_x86_64",
-                spec,
-                "-d",
-                str(dl),
-            ),
-        ],
-        check=True,
-    )
-    wheel = next(p for p in dl.glob("*.whl") if p.name.lower().startswith(name.replace("-", "_")))
-    with zipfile.ZipFile(wheel) as archive:
-        for member in archive.namelist():
-            if member.endswith(".py") and ".dist-info" not in member:
-                archive.extract(member, out)
-    return out
-
-
-def corpus(name: str, work: Path, trees: Path | None) -> tuple[Path, Path]:
-    """(source tree, bare git repository) of a corpus."""
-    import shutil
-
-    from bench_core import sdist_tree
-
-    from indexer.eval.evaluate import commit_tree
-
-    sympy = sdist_tree("sympy==1.5", work, trees)
-    if name == "sympy":
-        tree = sympy
-    else:
-        tree = work / "staging" / "big"
-        if not tree.is_dir():
-            parts = [sympy, sdist_tree("django==5.1.4", work, None)]
-            parts += [wheel_sources(spec, work) for spec in BIG_WHEELS]
-            for part in parts:
-                shutil.copytree(part, tree / part.name, dirs_exist_ok=True)
-    git_dir = work / "repos" / f"{name}.git"
-    if not (git_dir / "HEAD").exists():
-        commit_tree(tree, git_dir)
-    return tree, git_dir
-
-
-def drop_cached(*dirs: Path) -> None:
-    """Drop the files of `dirs` from the page cache (the clean pages no process maps), so each
-    system reads its index as a server does after a reboot, whatever earlier runs left cached:
-    how the pages came in decides their folios, and so how many faults a read takes (one-shot
-    CLIs' preads and default faults bring 4-64 KB folios back; a long-lived process's reads of
-    the 8-bit codes, 2 MB ones). Semble holds its index in memory."""
-    if not hasattr(os, "posix_fadvise"):
-        return
-    for directory in dirs:
-        for path in directory.rglob("*"):
-            if path.is_file():
-                fd = os.open(path, os.O_RDONLY)
-                try:
-                    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-                finally:
-                    os.close(fd)
-
-
-def ensure_index(git_dir: Path, index_dir: Path, env: dict[str, str] | None = None) -> None:
-    from bench_core import build
-
-    if not (index_dir / "CURRENT").exists():
-        build(git_dir, index_dir, env)
-
-
-def query_sets(index_dir: Path, devset: Path) -> dict[str, list[str]]:
-    from indexer.api import Index
-    from indexer.index.store import current_snapshot
-
-    index = Index(current_snapshot(index_dir))
-    rng = random.Random(0)
-    rows = rng.sample(range(len(index)), min(len(index), 4000))
-    symbols: list[str] = []
-    for row in rows:
-        chunk = index.chunk_at(row, with_text=False)
-        if (
-            chunk.kind in ("function", "method", "class")
-            and len(chunk.symbol) >= 6
-            and chunk.symbol not in symbols
-            and not chunk.symbol.startswith("test")
-        ):
-            symbols.append(chunk.symbol)
-        if len(symbols) == 20:
-            break
-    issues = [
-        json.loads(line)["query"]
-        for line in (devset / "instances.jsonl").read_text().splitlines()
-        if line.strip() and json.loads(line)["repo"] == "sympy/sympy"
-    ][:20]
-    return {"identifier": symbols, "question": SHORT_QUESTIONS, "issue": issues}
-
-
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
@@ -361,109 +227,6 @@ def warm(
     samples = repeats * sum(len(qs) for qs in queries.values())
     out["idle_wait_ms"] = {name: round(s * 1000 / samples, 2) for name, s in waited.items()}
     return out
-
-
-def cold(
-    git_dir: Path, index_dir: Path, queries: list[str], runs: int, baseline: Baseline | None
-) -> dict[str, float]:
-    """Whole `indexer search --json` processes against the import floor, alternating: run in
-    the process (no server), forwarded to a running `indexer serve`, and the baseline's (its
-    tree first on PYTHONPATH, as the `indexer` script imports it)."""
-    import compileall
-    import tempfile
-
-    # Byte-compile each variant's package first: with PYTHONDONTWRITEBYTECODE set and no .pyc
-    # on disk, every cold process would compile every module it imports (~60 ms measured).
-    for src in [ROOT] + ([baseline.src] if baseline is not None else []):
-        compileall.compile_dir(str(src / "indexer"), quiet=1)
-    times: dict[str, list[float]] = {"floor": [], "search": [], "served": [], "baseline": []}
-    base = ["--repo", str(git_dir), "--json"]
-    with tempfile.TemporaryDirectory() as run_dir:
-        env = dict(os.environ, INDEXER_SAVINGS="0", XDG_RUNTIME_DIR=run_dir)
-        # The `indexer` command itself (`-m` would add runpy's import); PYTHONPATH and the
-        # working directory pick each variant's source tree.
-        script = Path(sys.executable).parent / "indexer"
-        indexer = [str(script)] if script.exists() else [sys.executable, "-m", "indexer"]
-        ours = [*base, "--index-dir", str(index_dir)]
-        subprocess.run(
-            [*indexer, "serve", "--background", *ours], check=True, env=env, capture_output=True
-        )
-        try:
-            for i in range(runs):
-                q = queries[i % len(queries)]
-                # `-m indexer` imports the package of the working directory first: each
-                # variant runs from its own source tree.
-                variants = [
-                    ("floor", [sys.executable, "-c", "import numpy, faiss"], env, ROOT),
-                    ("search", [*indexer, "search", q, *ours], dict(env, INDEXER_SERVE="0"), ROOT),
-                    ("served", [*indexer, "search", q, *ours], env, ROOT),
-                ]
-                if baseline is not None:
-                    cmd = [*indexer, "search", q, *base, "--index-dir", str(baseline.index_dir)]
-                    # never forwarded: the baseline may share an index (and a server) with ours
-                    base_env = dict(env, **baseline.env, INDEXER_SERVE="0")
-                    variants.append(("baseline", cmd, base_env, baseline.src))
-                for name, cmd, run_env, cwd in variants if i % 2 == 0 else variants[::-1]:
-                    times[name].append(timed_run(cmd, run_env, cwd))
-        finally:
-            subprocess.run(
-                [*indexer, "serve", "--stop", *ours], check=False, env=env, capture_output=True
-            )
-    med = {k: statistics.median(v) for k, v in times.items() if v}
-    out = {f"{k}_ms": round(v, 1) for k, v in med.items()}
-    out.update({f"{k}_ratio": round(v / med["floor"], 2) for k, v in med.items() if k != "floor"})
-    return out
-
-
-def timed_run(cmd: list[str], env: dict[str, str], cwd: Path) -> float:
-    """Milliseconds of one whole process; a run that failed (an error, not "nothing found":
-    `indexer search` exits 1 for that) stops the benchmark, as its time would mean nothing."""
-    start = time.perf_counter()
-    proc = subprocess.run(cmd, check=False, capture_output=True, env=env, cwd=cwd)
-    elapsed = (time.perf_counter() - start) * 1000
-    failed = (b"indexer: error", b"indexer: internal error", b"Traceback")
-    if proc.returncode not in (0, 1) or any(mark in proc.stderr for mark in failed):
-        why = proc.stderr.decode(errors="replace").strip()[-300:]
-        raise SystemExit(f"{' '.join(cmd[:4])}... in {cwd} failed: {why}")
-    return elapsed
-
-
-class Baseline:
-    """An earlier checkout (`--baseline DIR`): its own index, built and searched by its code."""
-
-    def __init__(self, src: Path, work: Path, name: str, git_dir: Path) -> None:
-        self.src = src
-        self.env = {"PYTHONPATH": str(src), "INDEXER_BENCH_SRC": str(src)}
-        self.index_dir = work / "indexes" / f"{name}-baseline"
-        ensure_index(git_dir, self.index_dir, dict(os.environ, **self.env))
-
-
-def search_rss(
-    index_dir: Path, queries: list[str], env: dict[str, str] | None = None, src: Path = ROOT
-) -> float:
-    """Peak RSS (MB) of a process that opens the index and runs every query, with the code of
-    `src` (run from there: `python -c` imports the working directory's package first)."""
-    code = (
-        "import json, resource, sys\n"
-        "from pathlib import Path\n"
-        "from indexer.api import Index\n"
-        "from indexer.index.store import current_snapshot\n"
-        "index = Index(current_snapshot(Path(sys.argv[1])))\n"
-        "for q in json.loads(sys.stdin.read()):\n"
-        "    index.search(q, k=10, log=False)\n"
-        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)\n"
-    )
-    return round(
-        float(run_with_input([sys.executable, "-c", code, str(index_dir)], queries, env, src)), 1
-    )
-
-
-def run_with_input(cmd: list[str], data: Any, env: dict[str, str] | None, cwd: Path) -> str:
-    """stdout of `cmd` run in `cwd` with `data` as JSON on its stdin (stripped)."""
-    proc = subprocess.run(
-        cmd, input=json.dumps(data), capture_output=True, text=True, check=True, env=env, cwd=cwd
-    )
-    return proc.stdout.strip()
 
 
 def main() -> int:

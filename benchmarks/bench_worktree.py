@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT.parent))
 sys.path.insert(0, str(ROOT))
 
-from bench_latency import query_sets  # noqa: E402
+from latency_corpora import query_sets  # noqa: E402
 
 from indexer.api import Index  # noqa: E402
 

@@ -1,0 +1,149 @@
+"""The latency bench's corpora and queries (benchmarks/bench_latency.py): sympy 1.5, and "big"
+(sympy 1.5 + Django 5.1.4 + the .py files of three wheels), each committed into a bare git
+repository and indexed once; three kinds of queries per index."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+SHORT_QUESTIONS = [
+    "solve a system of linear equations",
+    "how is the determinant of a matrix computed",
+    "simplify trigonometric expressions",
+    "latex printing of integrals",
+    "where are symbol assumptions like positive checked",
+    "series expansion around a point",
+    "prime factorization of an integer",
+    "lambdify with a numpy backend",
+    "hints for solving ordinary differential equations",
+    "pretty printer with unicode characters",
+    "how are rational numbers normalised",
+    "gcd of polynomials",
+    "parse a string into an expression",
+    "limits at infinity",
+    "integrate rational functions",
+    "code generation to C",
+    "how are database migrations applied",
+    "url routing and reverse resolution",
+    "csrf token validation middleware",
+    "fit a random forest classifier",
+    "sparse matrix multiplication",
+    "attention mask for a transformer model",
+    "tokenizer padding and truncation",
+    "cross validation splitting",
+]
+
+BIG_WHEELS = ["scikit-learn==1.5.2", "scipy==1.14.1", "transformers==4.46.3"]
+
+
+def wheel_sources(spec: str, work: Path) -> Path:
+    """The .py files of a wheel, unpacked under WORK/src/wheels/NAME (no build needed)."""
+    name = spec.split("==")[0]
+    out = work / "src" / "wheels" / name
+    if out.is_dir():
+        return out
+    dl = work / "wheels"
+    dl.mkdir(parents=True, exist_ok=True)
+    subprocess.run(
+        [
+            *(sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary", ":all:"),
+            *(
+                "--python-version",
+                "3.11",
+                "--platform",
+                "manylinux2014_x86_64",
+                spec,
+                "-d",
+                str(dl),
+            ),
+        ],
+        check=True,
+    )
+    wheel = next(p for p in dl.glob("*.whl") if p.name.lower().startswith(name.replace("-", "_")))
+    with zipfile.ZipFile(wheel) as archive:
+        for member in archive.namelist():
+            if member.endswith(".py") and ".dist-info" not in member:
+                archive.extract(member, out)
+    return out
+
+
+def corpus(name: str, work: Path, trees: Path | None) -> tuple[Path, Path]:
+    """(source tree, bare git repository) of a corpus."""
+    import shutil
+
+    from bench_core import sdist_tree
+
+    from indexer.eval.evaluate import commit_tree
+
+    sympy = sdist_tree("sympy==1.5", work, trees)
+    if name == "sympy":
+        tree = sympy
+    else:
+        tree = work / "staging" / "big"
+        if not tree.is_dir():
+            parts = [sympy, sdist_tree("django==5.1.4", work, None)]
+            parts += [wheel_sources(spec, work) for spec in BIG_WHEELS]
+            for part in parts:
+                shutil.copytree(part, tree / part.name, dirs_exist_ok=True)
+    git_dir = work / "repos" / f"{name}.git"
+    if not (git_dir / "HEAD").exists():
+        commit_tree(tree, git_dir)
+    return tree, git_dir
+
+
+def drop_cached(*dirs: Path) -> None:
+    """Drop the files of `dirs` from the page cache (the clean pages no process maps), so each
+    system reads its index as a server does after a reboot, whatever earlier runs left cached:
+    how the pages came in decides their folios, and so how many faults a read takes (one-shot
+    CLIs' preads and default faults bring 4-64 KB folios back; a long-lived process's reads of
+    the 8-bit codes, 2 MB ones). Semble holds its index in memory."""
+    if not hasattr(os, "posix_fadvise"):
+        return
+    for directory in dirs:
+        for path in directory.rglob("*"):
+            if path.is_file():
+                fd = os.open(path, os.O_RDONLY)
+                try:
+                    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+                finally:
+                    os.close(fd)
+
+
+def ensure_index(git_dir: Path, index_dir: Path, env: dict[str, str] | None = None) -> None:
+    from bench_core import build
+
+    if not (index_dir / "CURRENT").exists():
+        build(git_dir, index_dir, env)
+
+
+def query_sets(index_dir: Path, devset: Path) -> dict[str, list[str]]:
+    from indexer.api import Index
+    from indexer.index.store import current_snapshot
+
+    index = Index(current_snapshot(index_dir))
+    rng = random.Random(0)
+    rows = rng.sample(range(len(index)), min(len(index), 4000))
+    symbols: list[str] = []
+    for row in rows:
+        chunk = index.chunk_at(row, with_text=False)
+        if (
+            chunk.kind in ("function", "method", "class")
+            and len(chunk.symbol) >= 6
+            and chunk.symbol not in symbols
+            and not chunk.symbol.startswith("test")
+        ):
+            symbols.append(chunk.symbol)
+        if len(symbols) == 20:
+            break
+    issues = [
+        json.loads(line)["query"]
+        for line in (devset / "instances.jsonl").read_text().splitlines()
+        if line.strip() and json.loads(line)["repo"] == "sympy/sympy"
+    ][:20]
+    return {"identifier": symbols, "question": SHORT_QUESTIONS, "issue": issues}
