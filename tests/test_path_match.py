@@ -10,7 +10,16 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from indexer import Index, build_index
-from indexer.search.path_names import PathWords, names_module, path_match
+from indexer.search.path_names import (
+    PathWords,
+    module_key,
+    named_exactly,
+    names_module,
+    names_path,
+    path_match,
+    stem_key,
+    written_stems,
+)
 from indexer.search.query import parse_query
 
 from .conftest import MakeRepo
@@ -267,3 +276,65 @@ def test_one_shot_and_long_lived_searches_rank_paths_alike(make_repo: MakeRepo) 
         assert answers[0] == answers[1], question
         found += bool(answers[0])
     assert found >= len(CASES)
+
+
+@given(
+    dirs=st.lists(st.sampled_from([*PATH_WORDS, "Core", "pkg.v2"]), max_size=3),
+    name=st.sampled_from([*PATH_WORDS, "__init__", "mod", "Index", "README"]),
+    ext=st.sampled_from([".py", ".ts", ".tar.gz", ""]),
+    written=st.lists(
+        st.lists(st.sampled_from([*PATH_WORDS, "__init__", "Core", ".", ".."]), min_size=1),
+        max_size=3,
+    ),
+    suffix=st.sampled_from([".py", ".ts", ""]),
+)
+@example(dirs=["sympy", "core"], name="basic", ext=".py", written=[["core", "basic"]], suffix=".py")
+def test_a_file_a_query_names_holds_the_query_s_keys(
+    dirs: list[str], name: str, ext: str, written: list[list[str]], suffix: str
+) -> None:
+    """The reranker tests written paths, dotted names and exact names only on files whose
+    stem or module key the query holds (rerank.named_files): no file they name lacks it."""
+    path = "/".join([*dirs, name + ext])
+    named = tuple("/".join(parts) + suffix for parts in written)
+    if names_path(path, named):
+        assert stem_key(path) in written_stems(named), (path, named)
+    dotted = tuple(tuple(p.lower() for p in parts) for parts in written)
+    if names_module(path, dotted):
+        assert module_key(path) in {w for parts in dotted for w in parts}, (path, dotted)
+    idents = {p.lower() for parts in written for p in parts}
+    if named_exactly(path, idents):
+        assert stem_key(path) in idents
+
+
+def test_one_shot_and_long_lived_searches_weigh_named_files_alike(make_repo: MakeRepo) -> None:
+    """Written paths, dotted names and exact names: a long-lived process tests only the files
+    whose keys the query holds, one answering a single command tests every file; the answers
+    are the same, scores included."""
+    files = {
+        "pkg/core/basic.py": "class Basic:\n    def atoms(self):\n        return set()\n",
+        "pkg/core/__init__.py": "from .basic import Basic\n",
+        "pkg/printing/latex.py": "def latex(expr):\n    return str(expr)\n",
+        "pkg/printing/printer.py": (
+            "class Printer:\n    def doprint(self, expr):\n        return expr\n"
+        ),
+        "lib/SqlMapper.cs": "class SqlMapper { void Query() {} }\n",
+        "tests/test_basic.py": "def test_atoms():\n    assert Basic().atoms() == set()\n",
+    }
+    root = make_repo(files)
+    build_index(root, progress=False)
+    questions = [
+        "why does pkg.core.basic.Basic.atoms recurse",
+        "latex printing fails, see pkg/printing/latex.py line 2",
+        "SqlMapper",
+        "Printer doprint",
+        "error in printing/printer.py when printing expressions " * 8,  # a report
+    ]
+    found = 0
+    for question in questions:
+        answers = [
+            [(r.path, r.start_line, r.score) for r in Index.open(root, one_shot=s).search(question)]
+            for s in (False, True)
+        ]
+        assert answers[0] == answers[1], question
+        found += bool(answers[0])
+    assert found == len(questions)

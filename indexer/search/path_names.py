@@ -79,16 +79,42 @@ def names_module(path: str, dotted: tuple[tuple[str, ...], ...]) -> bool:
     """Whether a dotted name spells this file's module: `std.fs.cwd` names `lib/std/fs.zig`,
     `pkg.core.Basic` names `pkg/core.py` and `pkg/core/__init__.py` (the last directory and the
     file's stem, adjacent in the name)."""
-    parts = path.lower().rsplit(".", 1)[0].split("/")
-    if parts[-1] in GENERIC_STEMS:
-        parts.pop()
+    parts = _module_parts(path)
     if len(parts) < 2:
         return False
     tail = (parts[-2], parts[-1])
     return any(tail in itertools.pairwise(name) for name in dotted)
 
 
+def stem_key(path: str) -> str:
+    """A file's stem, lowercased: what a written path, an exact name and a symbol must spell
+    for `names_path` and `named_exactly` to hold (the reranker hashes it per file)."""
+    return path.rsplit("/", 1)[-1].rsplit(".", 1)[0].lower()
+
+
+def module_key(path: str) -> str:
+    """The last part of a file's module (its stem, or its directory for `__init__.py`): a word
+    of the dotted name whenever `names_module` holds; "" when no dotted name can name it."""
+    parts = _module_parts(path)
+    return parts[-1] if len(parts) >= 2 else ""
+
+
+def _module_parts(path: str) -> list[str]:
+    """A file's module name as parts: its path lowercased, without its extension or a
+    generic stem (`__init__`, `mod`)."""
+    parts = path.lower().rsplit(".", 1)[0].split("/")
+    if parts[-1] in GENERIC_STEMS:
+        parts.pop()
+    return parts
+
+
+def written_stems(named: tuple[str, ...]) -> set[str]:
+    """The `stem_key` a file must have for `names_path(path, named)` to hold: each written
+    path's last part, lowercased, without its extension."""
+    return {stem_key(written.lstrip("./")) for written in named}
+
+
 def named_exactly(path: str, names: set[str]) -> bool:
     """`SqlMapper.cs` is named exactly `sqlmapper`; `SqlMapper.Async.cs` is not (partial
     classes, helpers split by concern)."""
-    return path.rsplit("/", 1)[-1].rsplit(".", 1)[0].lower() in names
+    return stem_key(path) in names

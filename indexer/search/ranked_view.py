@@ -69,3 +69,23 @@ class RankedView(GenerationView):
         return FileValues(
             self.space.n_files, lambda f: hash(compound_key(self.space.paths[f])), np.int64
         )
+
+    @cached_property
+    def stem_keys(self) -> FileValues:
+        """Per file: hash of its lowercased stem (rerank.py: written paths, exact names)."""
+        from .arrays import FileValues
+        from .path_names import stem_key
+
+        return FileValues(
+            self.space.n_files, lambda f: hash(stem_key(self.space.paths[f])), np.int64
+        )
+
+    @cached_property
+    def module_keys(self) -> FileValues:
+        """Per file: hash of the last part of its module name (rerank.py: dotted names)."""
+        from .arrays import FileValues
+        from .path_names import module_key
+
+        return FileValues(
+            self.space.n_files, lambda f: hash(module_key(self.space.paths[f])), np.int64
+        )

@@ -21,7 +21,14 @@ from ..source.pathclass import (
     directory_flags,
 )
 from .arrays import member, unique_inverse
-from .path_names import PathWords, compound_key, named_exactly, names_module, names_path
+from .path_names import (
+    PathWords,
+    compound_key,
+    named_exactly,
+    names_module,
+    names_path,
+    written_stems,
+)
 from .query import Query
 
 if TYPE_CHECKING:
@@ -184,6 +191,22 @@ def shape_flags(path: str) -> int:
     return flags
 
 
+def named_files(index: Index, q: Query, files: np.ndarray, dotted: bool) -> np.ndarray:
+    """Positions in `files` that a written path, a dotted name or an exact name may name: a
+    long-lived process keeps each file's stem and module keys hashed (few files hold the
+    query's, and only those are tested); one answering a single command tests every file."""
+    if index.one_shot:
+        return np.arange(len(files))
+    stems = written_stems(q.paths)
+    if q.symbol_like:
+        stems |= q.identifiers
+    hit = member(index.stem_keys.values(files), [hash(s) for s in stems])
+    if dotted:
+        words = {word for name in q.dotted for word in name}
+        hit |= member(index.module_keys.values(files), [hash(w) for w in words])
+    return np.flatnonzero(hit)
+
+
 def data_demotion(index: Index, q: Query, files: np.ndarray, flags: np.ndarray) -> np.ndarray:
     """Data and configuration files rank below code for a question about behaviour; a query
     that names the file (`fusion.json`, `ci.yml`) keeps it where it is."""
@@ -226,10 +249,10 @@ def rerank(index: Index, q: Query, rows: np.ndarray, scores: np.ndarray) -> np.n
             matched = index.path_table.scores(named, unique)
         factor *= 1.0 + w["path"] * matched
         # A report's dotted names are mostly its imports (context, not the fault).
-        dotted = q.dotted and not q.issue_sized
+        dotted = bool(q.dotted) and not q.issue_sized
         if q.paths or dotted or q.symbol_like:
-            for j, f in enumerate(unique_files):
-                path = index.space.paths[f]
+            for j in named_files(index, q, unique, dotted).tolist():
+                path = index.space.paths[unique_files[j]]
                 if (q.paths and names_path(path, q.paths)) or (
                     dotted and names_module(path, q.dotted)
                 ):
