@@ -240,6 +240,9 @@ def test_tiered_merge_policy() -> None:
     assert plan([*full, *small, (12, 0)], max_rows=16_384) == list(
         range(len(full), len(full) + MERGE_FACTOR)
     )
+    # By default the bound is MERGE_MAX_ROWS, below a full build's segments (262,144 chunks).
+    assert plan([(40_000, 0)] * (MERGE_FACTOR + 2)) == []
+    assert plan([(30_000, 0)] * (MERGE_FACTOR + 2)) != []
 
 
 def test_updates_add_segments_and_optimize_merges_them(make_repo, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

@@ -83,7 +83,7 @@ def build_index(
     generation's segments and write one new segment for what changed. `backend` is where the
     per-file work runs: "local" (a process pool of `jobs`) or "dask" (the cluster whose
     scheduler is at `scheduler`; workers read the repository at the same path). The build writes
-    a segment every `segment_chunks` chunks (default: $INDEXER_SEGMENT_CHUNKS or 65536), so its
+    a segment every `segment_chunks` chunks (default: $INDEXER_SEGMENT_CHUNKS or 262144), so its
     memory is bounded by a segment, not by the repository."""
     from .update import build
 

@@ -6,10 +6,11 @@ segment whose rows are mostly deleted is rewritten with the next merge. A merge 
 rows (texts, postings, vectors, graph facts; nothing is chunked again) into one new segment and
 publishes a new generation in which it replaces them: results do not change (the reader's row
 space is in path order whatever the segments). `indexer optimize` merges everything into one
-segment. Segments of at least half the build's segment size (stream.py: what a full build
-writes) are left out of automatic merges, as Lucene's tiered policy leaves segments near its
-maximum: a merge then never holds more than about one segment size in memory, and the segments
-of a streamed build are not merged again by the first update.
+segment. Segments of at least MERGE_MAX_ROWS / 2 live rows (or half the build's segment size,
+stream.py, when that is smaller) are left out of automatic merges, as Lucene's tiered policy
+leaves segments near its maximum: a merge copies rows through `assemble`, which holds more per
+row than a streamed build (163k rows merged peaked at 1.49 GB), so the hooks' background merges
+stay small, and the segments of a full build are not merged again by the first update.
 
 A merge needs no lock while it copies rows: `prepare` writes the merged segment as a temporary
 directory from the generation current when it started, and `commit` (under the publish lock,
@@ -48,6 +49,8 @@ from .vectors import StaticVectors
 from .writer import CopiedFile, assemble, stored_ranges
 
 MERGE_FACTOR = 8
+# Automatic merges leave alone segments of half this many live rows or more (see above).
+MERGE_MAX_ROWS = 1 << 16
 
 
 def _tier(rows: int) -> int:
@@ -56,11 +59,13 @@ def _tier(rows: int) -> int:
 
 def plan(sizes: list[tuple[int, int]], max_rows: int | None = None) -> list[int]:
     """Indices of the segments to merge now, from (live rows, dead rows) of each; [] if none.
-    Segments of `max_rows // 2` live rows or more (default: half the build's segment size)
-    are merged only when they are mostly deleted rows."""
+    Segments of `max_rows // 2` live rows or more (default: MERGE_MAX_ROWS, or the build's
+    segment size when smaller) are merged only when they are mostly deleted rows."""
     if len(sizes) < 2:
         return []
-    full = (chunks_per_segment() if max_rows is None else max_rows) // 2
+    if max_rows is None:
+        max_rows = min(chunks_per_segment(), MERGE_MAX_ROWS)
+    full = max_rows // 2
     tiers: dict[int, list[int]] = {}
     for i, (live, _) in enumerate(sizes):
         if live < full:

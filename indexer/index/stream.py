@@ -25,11 +25,12 @@ from .workers import fixed_heap, release_memory
 from .writer import BuiltFile, CopiedFile, FreshFile, assemble, table_codec
 
 # ~2.5 KiB of main-process memory per chunk waiting for its segment, about twice that while the
-# segment is assembled (a 163k-chunk build's main process peaks at 437 MiB at 64k chunks, 214 MiB
-# at 16k). A query reads each of its terms' postings once per segment, so fewer, larger segments
-# answer faster: a repository under 64k chunks (sympy 1.5: 38.7k) is one segment, which stores
-# its BM25 scores precomputed; 163k chunks make 3 segments, not 10 (long queries -17 %).
-DEFAULT_SEGMENT_CHUNKS = 65536
+# segment is assembled (a 163k-chunk build's main process peaks at 792 MB as one segment, 411 MB
+# at 64k chunks, 214 MiB at 16k; the wall is the same). A query reads each of its terms' postings
+# once per segment, and one segment stores its BM25 scores precomputed, so fewer, larger segments
+# answer faster: a repository under 256k chunks is one segment (163k chunks in one segment against
+# three: issue texts -18 %, questions -8 %, identifiers -7 %; docs/benchmarks.md).
+DEFAULT_SEGMENT_CHUNKS = 1 << 18
 SEGMENT_CHUNKS_ENV = "INDEXER_SEGMENT_CHUNKS"
 
 

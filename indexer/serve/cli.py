@@ -241,7 +241,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         type=int,
         default=None,
         metavar="N",
-        help="chunks per segment: the build's memory bound (default 65536)",
+        help="chunks per segment: the build's memory bound (default 262144)",
     )
     p.set_defaults(func=cmd_build)
 
