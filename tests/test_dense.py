@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from indexer import Index, build_index
-from indexer.errors import IndexerError
+from indexer.errors import CorruptIndexError, IndexerError
 from indexer.index import dense_pq, dense_view, writer
 from indexer.index.build import update_index
 from indexer.index.code_scan import candidates
@@ -142,7 +142,10 @@ def test_saved_codes_load_memory_mapped_and_read_by_rows(
     assert type(loaded.codes) is np.ndarray and isinstance(loaded._mapped, np.memmap)
     assert np.shares_memory(loaded.codes, loaded._mapped)
     np.testing.assert_array_equal(loaded.codes, built.codes)
-    np.testing.assert_array_equal(loaded.compact_copy(), built.compact)
+    for size in (3000, 1024, 7):  # the blocks a long-lived process copies, read from the file
+        blocks = list(loaded.compact_blocks(size))
+        assert [start for start, _ in blocks] == list(range(0, 3000, size))
+        np.testing.assert_array_equal(np.hstack([b for _, b in blocks]), built.compact)
     rows = np.sort(np.random.default_rng(5).choice(3000, 700))  # runs, gaps, duplicates
     for some in (rows, rows[:1], rows[-5:], np.arange(3000)):
         np.testing.assert_array_equal(loaded.rows(some), built.codes[some])
@@ -151,6 +154,12 @@ def test_saved_codes_load_memory_mapped_and_read_by_rows(
     )
     with pytest.raises(IndexerError, match="damaged"):
         _ = DenseIndex.load(tmp_path, 2999).codes
+    # a file cut after it was opened: a clean error, not short codes
+    compact_file = loaded.compact.filename
+    with open(compact_file, "r+b") as fh:
+        fh.truncate(fh.seek(0, 2) - 100)
+    with pytest.raises(CorruptIndexError, match="truncated"):
+        list(loaded.compact_blocks(1024))
 
 
 def test_a_merge_copies_codes_that_encoding_their_vectors_would_give_back(

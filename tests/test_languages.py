@@ -7,6 +7,8 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from indexer import Index, build_index
 from indexer.source.chunker import chunk_file
@@ -136,3 +138,62 @@ def test_a_build_that_skips_most_text_files_warns(make_repo: MakeRepo) -> None:
     report = build_index(root, progress=False)
     assert report.files == 1
     assert report.warnings == ["skipped most tracked text files: 3 (minified 3) vs 1"]
+
+
+def reference_language(path: str) -> str | None:
+    """detect_language as written before, with PurePosixPath."""
+    from pathlib import PurePosixPath
+
+    from indexer.source import languages as L
+
+    pure = PurePosixPath(path)
+    name = pure.name
+    if name in L.GRAMMAR_FILENAMES:
+        return L.GRAMMAR_FILENAMES[name]
+    if name in L.TEXT_FILENAMES:
+        return L.TEXT_FILENAMES[name]
+    suffix = pure.suffix.lower()
+    if suffix in L.BINARY_EXTENSIONS:
+        return None
+    known = (
+        L.EXTENSIONS.get(suffix)
+        or L.GRAMMAR_EXTENSIONS.get(suffix)
+        or L.TEXT_EXTENSIONS.get(suffix)
+    )
+    if known:
+        return known
+    if name.startswith("Dockerfile") or name.endswith(".dockerfile"):
+        return "dockerfile"
+    return PLAIN_TEXT
+
+
+_PIECES = [
+    "src",
+    "Dockerfile",
+    "Makefile",
+    ".",
+    "..",
+    "x",
+    "py",
+    "PY",
+    "ts",
+    "md",
+    "png",
+    "json",
+    "",
+]
+
+
+@given(
+    parts=st.lists(
+        st.lists(st.sampled_from(_PIECES), min_size=1, max_size=3)
+        .map(".".join)
+        .filter(lambda p: p not in ("", ".", "..")),
+        min_size=1,
+        max_size=4,
+    )
+)
+def test_languages_by_name_and_suffix_as_pathlib_gives_them(parts: list[str]) -> None:
+    """detect_language splits a git path by hand, without PurePosixPath: same answers."""
+    path = "/".join(parts)
+    assert detect_language(path) == reference_language(path), path

@@ -22,19 +22,23 @@ from __future__ import annotations
 import mmap
 import os
 import weakref
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
 import numpy as np
 
+from ..errors import CorruptIndexError
 from . import dense_pq, npy
+from .integrity import REBUILD
 
 CODES = "dense_codes.npy"
 RANGES = "dense_ranges.npy"
 COMPACT = "dense_pq.npy"
 CENTROIDS = "dense_pq_centroids.npy"
 FILES = (CODES, RANGES, COMPACT, CENTROIDS)
+COMPACT_BLOCK_ROWS = 1 << 15  # rows of compact codes a long-lived process copies at a time
 LEVELS = np.float32(255.0)  # QT_8bit: codes 0..255
 _REFETCHED: set[str] = set()  # codes files dropped from the page cache by this process
 # Rows: wanted rows closer than this are read with one preadv. Every page read into is a fresh
@@ -279,16 +283,29 @@ class DenseIndex:
             return np.asarray(self.codes[rows], dtype=np.uint8).reshape(len(rows), self.dim)
         return read_rows([where], self.dim, np.zeros(len(rows), dtype=np.int64), rows)
 
-    def compact_copy(self) -> np.ndarray | None:
-        """The compact codes as an array of their own, read from the file (not the map)."""
+    def compact_blocks(self, rows: int = COMPACT_BLOCK_ROWS) -> Iterator[tuple[int, np.ndarray]]:
+        """The compact codes `rows` rows at a time, each block (first row, codes (dim / 8,
+        rows)) an array of its own read from the file (not the map): a long-lived process's
+        copy of a 163k-row segment does not hold the whole file a second time while it fills."""
         compact = self.compact
+        if compact is None:
+            return
         path = getattr(compact, "filename", None)
-        if compact is None or path is None:
-            return None if compact is None else np.asarray(compact)
+        n = compact.shape[1]
+        if path is None:
+            for start in range(0, n, rows):
+                yield start, np.array(compact[:, start : start + rows])
+            return
+        offset = int(getattr(compact, "offset", 0))
         with open(path, "rb") as fh:
-            fh.seek(int(getattr(compact, "offset", 0)))
-            data = np.fromfile(fh, dtype=np.uint8, count=compact.size)
-        return data.reshape(compact.shape)
+            for start in range(0, n, rows):
+                block = np.empty((compact.shape[0], min(rows, n - start)), dtype=np.uint8)
+                for sub, line in enumerate(block):  # each subspace's row: one read
+                    got = os.preadv(fh.fileno(), (line.data,), offset + sub * n + start)
+                    if got != len(line):
+                        name = Path(path).name
+                        raise CorruptIndexError(f"index file {name} is truncated; {REBUILD}")
+                yield start, block
 
     def save(self, directory: Path) -> None:
         assert self.compact is not None and self.centroids is not None  # the writer's codec

@@ -134,14 +134,14 @@ class DenseView:
     def _fast(self) -> FastScan:
         def fill() -> Iterator[tuple[Any, np.ndarray]]:
             for dense, to_global in self.parts:
-                block = dense.compact_copy()
-                if block is None or not block.shape[1]:
-                    continue
-                if isinstance(to_global, int):
-                    yield slice(to_global, to_global + block.shape[1]), block
-                else:
-                    live = to_global >= 0
-                    yield to_global[live], block[:, live]
+                for start, block in dense.compact_blocks():
+                    stop = start + block.shape[1]
+                    if isinstance(to_global, int):
+                        yield slice(to_global + start, to_global + stop), block
+                    else:
+                        mapped = to_global[start:stop]
+                        live = mapped >= 0
+                        yield mapped[live], block[:, live]
 
         assert self.codec.centroids is not None
         return FastScan(self.space.n_rows, self.codec.centroids, fill())

@@ -67,7 +67,6 @@ class QueryPass:
         s, n = self.s, len(rows)
         c = s.get("c_contrib", n, np.float32)
         np.copyto(c, raw)  # tf (or the precomputed score) as float32
-        tmp = s.get("c_tmp", n, np.float32)
         spans = []
         if isinstance(place, int):
             bounds = self.starts[place:] - self.starts[place]
@@ -84,7 +83,8 @@ class QueryPass:
 
         if self.norm is None:
             times(self.weights)
-        else:
+        else:  # (a buffer only tf needs: precomputed scores never hold it)
+            tmp = s.get("c_tmp", n, np.float32)
             self.norm.take(rows, out=tmp, mode="clip")
             tmp += c  # tf + norm
             times(self.idf)  # tf * idf

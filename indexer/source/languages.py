@@ -8,7 +8,6 @@ by `gitsource.content_skip_reason`). Secret-looking files are deliberately not n
 from __future__ import annotations
 
 from functools import cache
-from pathlib import PurePosixPath
 
 from .filetypes import (
     BINARY_EXTENSIONS,
@@ -36,13 +35,15 @@ PLAIN_TEXT = "text"
 def detect_language(path: str) -> str | None:
     """Language of a path: a tree-sitter language, a text format, plain text, or None for a
     known binary format."""
-    pure = PurePosixPath(path)
-    name = pure.name
+    # As PurePosixPath's name and suffix for a git path, without the object: the reranker asks
+    # for every candidate file, and pathlib interns each part of each path it parses.
+    name = path.rpartition("/")[2]
     if name in GRAMMAR_FILENAMES:
         return GRAMMAR_FILENAMES[name]
     if name in TEXT_FILENAMES:
         return TEXT_FILENAMES[name]
-    suffix = pure.suffix.lower()
+    dot = name.rfind(".")
+    suffix = name[dot:].lower() if 0 < dot < len(name) - 1 else ""
     if suffix in BINARY_EXTENSIONS:
         return None
     known = EXTENSIONS.get(suffix) or GRAMMAR_EXTENSIONS.get(suffix) or TEXT_EXTENSIONS.get(suffix)
