@@ -29,7 +29,7 @@ from .writer import BuiltFile, CopiedFile, FreshFile, assemble, table_codec
 # at 64k chunks, 214 MiB at 16k; the wall is the same). A query reads each of its terms' postings
 # once per segment, and one segment stores its BM25 scores precomputed, so fewer, larger segments
 # answer faster: a repository under 256k chunks is one segment (163k chunks in one segment against
-# three: issue texts -18 %, questions -8 %, identifiers -7 %; docs/benchmarks.md).
+# three: issue texts -18 %, questions -7 %, identifiers -6 to -9 %; docs/benchmarks.md).
 DEFAULT_SEGMENT_CHUNKS = 1 << 18
 SEGMENT_CHUNKS_ENV = "INDEXER_SEGMENT_CHUNKS"
 
