@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -267,6 +268,12 @@ def test_one_shot_and_long_lived_searches_rank_paths_alike(make_repo: MakeRepo) 
     root = make_repo(files)
     build_index(root, progress=False)
     questions = [case[0] for case in CASES] + ["util config", "configure the utilities"]
+    assert answered_alike(root, questions) >= len(CASES)
+
+
+def answered_alike(root: Path, questions: list[str]) -> int:
+    """Asserts that a one-shot and a long-lived search give each question the same answers,
+    scores included; returns how many questions had any."""
     found = 0
     for question in questions:
         answers = [
@@ -275,7 +282,7 @@ def test_one_shot_and_long_lived_searches_rank_paths_alike(make_repo: MakeRepo) 
         ]
         assert answers[0] == answers[1], question
         found += bool(answers[0])
-    assert found >= len(CASES)
+    return found
 
 
 @given(
@@ -329,12 +336,4 @@ def test_one_shot_and_long_lived_searches_weigh_named_files_alike(make_repo: Mak
         "Printer doprint",
         "error in printing/printer.py when printing expressions " * 8,  # a report
     ]
-    found = 0
-    for question in questions:
-        answers = [
-            [(r.path, r.start_line, r.score) for r in Index.open(root, one_shot=s).search(question)]
-            for s in (False, True)
-        ]
-        assert answers[0] == answers[1], question
-        found += bool(answers[0])
-    assert found == len(questions)
+    assert answered_alike(root, questions) == len(questions)
