@@ -94,3 +94,68 @@ def test_a_view_forgets_its_terms_between_searches(
 
 def answers_of(index: Index, query: str) -> list[tuple[str, float]]:
     return [(r.id, round(r.score, 6)) for r in index.search(query, k=10, with_text=True)]
+
+
+def test_a_search_drops_its_largest_buffers(make_repo: MakeRepo, tmp_path: Path) -> None:
+    """A long query's postings buffers above SCRATCH_KEEP_BYTES are dropped once it is
+    answered (the next one makes them again); the smaller ones are kept for the next search."""
+    from indexer.index import postings
+
+    build_index(make_repo(many_functions(files=20)), index_dir=tmp_path / "idx", progress=False)
+    index = Index(current_generation(tmp_path / "idx"))
+    question = "format the amount of money in a currency"
+    want = answers_of(index, question)
+    scratch = index.lexical._scratch
+    assert scratch is not None and scratch._buffers  # kept: all are small
+    sizes = {name: buf.nbytes for name, buf in scratch._buffers.items()}
+    keep = sorted(sizes.values())[len(sizes) // 2]
+    scratch.trim(keep)
+    assert {n for n, b in scratch._buffers.items()} == {n for n, s in sizes.items() if s <= keep}
+    original = postings.SCRATCH_KEEP_BYTES
+    try:
+        postings.SCRATCH_KEEP_BYTES = 0
+        assert answers_of(index, question) == want  # made again, the same answers
+        assert not index.lexical._scratch._buffers  # and dropped at the search's end
+    finally:
+        postings.SCRATCH_KEEP_BYTES = original
+    assert answers_of(index, question) == want
+
+
+def test_a_long_lived_process_bounds_its_query_word_caches(
+    make_repo: MakeRepo, tmp_path: Path
+) -> None:
+    """A process that searches again and again (not a one-shot CLI) keeps at most
+    SEARCH_WORD_CACHE words in each query-word cache; the symbols' split cache keeps its size."""
+    from indexer.caches import ENTRIES
+    from indexer.index import tokens, workers
+
+    build_index(make_repo(many_functions(files=3)), index_dir=tmp_path / "idx", progress=False)
+    Index(current_generation(tmp_path / "idx")).search("format money", log=False)
+    assert tokens._word_terms.__self__.entries == workers.SEARCH_WORD_CACHE  # type: ignore[attr-defined]
+    assert tokens._word_lexical.__self__.entries == workers.SEARCH_WORD_CACHE  # type: ignore[attr-defined]
+    assert tokens._split_cached.__self__.entries == ENTRIES  # type: ignore[attr-defined]
+
+
+def test_decompressed_file_texts_are_kept_within_a_byte_bound(
+    make_repo: MakeRepo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A segment keeps the last files' decompressed texts (results cluster in few files), at
+    most BLOCK_CACHE of them and BLOCK_CACHE_BYTES in all, the last one read always."""
+    from indexer.index import segment as segment_module
+
+    build_index(make_repo(many_functions(files=12)), index_dir=tmp_path / "idx", progress=False)
+    index = Index(current_generation(tmp_path / "idx"))
+    seg = index.space.segments[0]
+    one_file = len(seg._block(0))
+    monkeypatch.setattr(segment_module, "BLOCK_CACHE_BYTES", 3 * one_file)
+    for f in range(len(seg.paths)):
+        texts = [
+            index.chunk_at(row).text
+            for row in range(int(seg.file_rows[f]), int(seg.file_rows[f + 1]))
+        ]
+        assert all(texts)
+        held = sum(len(b) for b in seg._blocks.values())
+        assert f in seg._blocks and (held <= 3 * one_file or len(seg._blocks) == 1)
+    monkeypatch.setattr(segment_module, "BLOCK_CACHE_BYTES", 0)
+    index.chunk_at(0)
+    assert list(seg._blocks) == [0]  # the file just read, however large

@@ -316,6 +316,7 @@ class LexicalView:
             raise
         finally:
             if owned:
+                scratch.trim()
                 scratch.lock.release()
         if to_global is not None:
             cands, seen = to_global[cands], to_global[seen]

@@ -22,6 +22,9 @@ from .integrity import REBUILD
 # pread: through a map, each scattered part a query reads maps 64 KB around it (fault-around),
 # and a long-lived process ends up holding every segment's postings (41 MB at 163k chunks).
 PREAD_MIN = 1 << 16
+# A view's reused buffers bigger than this are dropped after each search: a report at 163k
+# chunks reads ~450k postings (buffers of 2.2 MB), a pasted log can read millions.
+SCRATCH_KEEP_BYTES = 4 << 20
 
 Span = tuple[int, int, int]  # (segment, first posting, end)
 
@@ -107,6 +110,14 @@ class Scratch:
         self.flags = np.zeros(n_rows, dtype=bool)
         self.lock = threading.Lock()
         self._buffers: dict[str, np.ndarray] = {}
+
+    def trim(self, keep_bytes: int | None = None) -> None:
+        """Drop the buffers above `keep_bytes` (default SCRATCH_KEEP_BYTES; a search's end): a
+        huge query's buffers are made again by the next such query rather than held for the
+        rest of the process."""
+        limit = SCRATCH_KEEP_BYTES if keep_bytes is None else keep_bytes
+        for name in [k for k, buf in self._buffers.items() if buf.nbytes > limit]:
+            del self._buffers[name]
 
     def get(self, name: str, n: int, dtype: Any = np.int64) -> np.ndarray:
         buf = self._buffers.get(name)

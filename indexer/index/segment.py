@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from .segment_data import SegmentData
 
 BLOCK_CACHE = 32  # decompressed file blocks kept per segment (results cluster in few files)
+BLOCK_CACHE_BYTES = 1 << 20  # and at most this much of them (one large file: that one alone)
 
 
 class Segment:
@@ -236,8 +237,9 @@ class Segment:
         if block is None:
             block = self._unpacked(f, self.packed_block(f))
             cache[f] = block
-            if len(cache) > BLOCK_CACHE:
-                cache.popitem(last=False)
+            held = sum(len(b) for b in cache.values())
+            while len(cache) > BLOCK_CACHE or (len(cache) > 1 and held > BLOCK_CACHE_BYTES):
+                held -= len(cache.popitem(last=False)[1])
         else:
             cache.move_to_end(f)
         return block
