@@ -35,7 +35,13 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, os.environ.get("INDEXER_BENCH_SRC") or str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from latency_corpora import corpus, drop_cached, ensure_index, query_sets  # noqa: E402
+from latency_corpora import (  # noqa: E402
+    corpus,
+    drop_cached,
+    ensure_index,
+    query_sets,
+    varied_queries,
+)
 from latency_processes import Baseline, cold, run_with_input, search_rss  # noqa: E402
 
 SEMBLE_WORKER = r"""
@@ -234,6 +240,15 @@ def main() -> int:
     parser.add_argument("--work", type=Path, default=ROOT / ".bench" / "latency")
     parser.add_argument("--trees", type=Path, default=None, help="unpacked devset trees")
     parser.add_argument("--devset", type=Path, default=ROOT.parent / "shared" / "devset")
+    parser.add_argument(
+        "--devset-short", type=Path, default=ROOT.parent / "shared" / "devset-short"
+    )
+    parser.add_argument(
+        "--varied-queries",
+        type=int,
+        default=1500,
+        help="RSS after this many varied queries too (a long-lived server's); 0: skip",
+    )
     parser.add_argument("--corpora", default="sympy,big")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--cold-runs", type=int, default=10)
@@ -293,6 +308,14 @@ def main() -> int:
             entry["baseline_rss_mb"] = search_rss(
                 baseline.index_dir, all_queries, dict(os.environ, **baseline.env), baseline.src
             )
+        if args.varied_queries:
+            many = varied_queries(index_dir, [args.devset, args.devset_short], args.varied_queries)
+            entry["varied_queries"] = len(many)
+            entry["varied_rss_mb"] = search_rss(index_dir, many)
+            if baseline is not None:
+                entry["baseline_varied_rss_mb"] = search_rss(
+                    baseline.index_dir, many, dict(os.environ, **baseline.env), baseline.src
+                )
         results[name] = entry
         print(f"{name}: {json.dumps(entry)}", file=sys.stderr)
     flatness: dict[str, Any] | None = None
@@ -343,8 +366,9 @@ def report(results: dict[str, Any]) -> str:
     lines += [
         "",
         "| corpus | import numpy, faiss ms | cold search ms (× floor) | with `indexer serve` ms "
-        "(× floor) | baseline cold ms (× floor) | search RSS MB (baseline) |",
-        "|---|---|---|---|---|---|",
+        "(× floor) | baseline cold ms (× floor) | search RSS MB (baseline) | RSS MB after N "
+        "varied queries (baseline) |",
+        "|---|---|---|---|---|---|---|",
     ]
     for name, entry in results.items():
         c = entry["cold"]
@@ -352,7 +376,8 @@ def report(results: dict[str, Any]) -> str:
         lines.append(
             f"| {name} | {c['floor_ms']} | {c['search_ms']} ({c['search_ratio']}) | "
             f"{c['served_ms']} ({c['served_ratio']}) | {base} | {entry['search_rss_mb']} "
-            f"({entry.get('baseline_rss_mb', '-')}) |"
+            f"({entry.get('baseline_rss_mb', '-')}) | {entry.get('varied_rss_mb', '-')} "
+            f"({entry.get('baseline_varied_rss_mb', '-')}), N = {entry.get('varied_queries', 0)} |"
         )
     if flatness is not None:
         first, last = flatness["corpora"][0], flatness["corpora"][-1]

@@ -147,3 +147,30 @@ def query_sets(index_dir: Path, devset: Path) -> dict[str, list[str]]:
         if line.strip() and json.loads(line)["repo"] == "sympy/sympy"
     ][:20]
     return {"identifier": symbols, "question": SHORT_QUESTIONS, "issue": issues}
+
+
+def varied_queries(index_dir: Path, devsets: list[Path], count: int) -> list[str]:
+    """`count` queries as a long-lived server meets them (for its memory after many searches):
+    every dev-set query (short questions, whole reports) and identifiers sampled from the
+    index, shuffled with a fixed seed."""
+    from indexer.api import Index
+    from indexer.index.store import current_snapshot
+
+    texts = [
+        json.loads(line)["query"]
+        for devset in devsets
+        for line in (devset / "instances.jsonl").read_text().splitlines()
+        if line.strip()
+    ]
+    index = Index(current_snapshot(index_dir))
+    rng = random.Random(1)
+    symbols: list[str] = []
+    for row in rng.sample(range(len(index)), min(len(index), 3 * count)):
+        symbol = index.chunk_at(row, with_text=False).symbol
+        if len(symbol) >= 6:
+            symbols.append(symbol)
+        if len(texts) + len(symbols) >= count:
+            break
+    queries = (texts + symbols)[:count]
+    rng.shuffle(queries)
+    return queries
