@@ -135,8 +135,10 @@ def _terms_of(word: str) -> tuple[str, ...]:
 # and the answers; a build splits with _split, uncached): bounded, where an lru_cache of 131k
 # entries held 5 MB after 355 queries at 163k chunks and would have grown to ~45 MB.
 _split_cached = ClearingCache(_split).__getitem__
-_word_terms = ClearingCache(_terms_of).__getitem__
-_word_lexical = ClearingCache(lambda word: tuple(stem(t) for t in _word_terms(word))).__getitem__
+_WORD_TERMS = ClearingCache(_terms_of)
+_word_terms = _WORD_TERMS.__getitem__
+_WORD_LEXICAL = ClearingCache(lambda word: tuple(stem(t) for t in _word_terms(word)))
+_word_lexical = _WORD_LEXICAL.__getitem__
 
 
 def _both_of(word: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -154,8 +156,7 @@ def bound_query_caches(entries: int) -> None:
     queries bring new words without end (reports: ~8.6k distinct words in 700 varied queries,
     2.3 MB). The symbols' split cache keeps its size: identifier queries split hundreds of
     candidates' symbols each (4,096 entries made them ~18 % slower)."""
-    for cache in (_word_terms, _word_lexical):
-        cache.__self__.entries = entries  # type: ignore[attr-defined]
+    _WORD_TERMS.entries = _WORD_LEXICAL.entries = entries
 
 
 def code_terms(text: str) -> list[str]:

@@ -4,6 +4,7 @@ path words, path-class fixes, compound-name keys); `Index` (indexer/api.py) is o
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import cached_property
 from typing import TYPE_CHECKING
 
@@ -63,29 +64,27 @@ class RankedView(GenerationView):
     @cached_property
     def compound_keys(self) -> FileValues:
         """Per file: hash of its stem as two query words spell it (rerank.compound_words)."""
-        from .arrays import FileValues
         from .path_names import compound_key
 
-        return FileValues(
-            self.space.n_files, lambda f: hash(compound_key(self.space.paths[f])), np.int64
-        )
+        return self._path_hashes(compound_key)
 
     @cached_property
     def stem_keys(self) -> FileValues:
         """Per file: hash of its lowercased stem (rerank.py: written paths, exact names)."""
-        from .arrays import FileValues
         from .path_names import stem_key
 
-        return FileValues(
-            self.space.n_files, lambda f: hash(stem_key(self.space.paths[f])), np.int64
-        )
+        return self._path_hashes(stem_key)
 
     @cached_property
     def module_keys(self) -> FileValues:
         """Per file: hash of the last part of its module name (rerank.py: dotted names)."""
-        from .arrays import FileValues
         from .path_names import module_key
 
-        return FileValues(
-            self.space.n_files, lambda f: hash(module_key(self.space.paths[f])), np.int64
-        )
+        return self._path_hashes(module_key)
+
+    def _path_hashes(self, key: Callable[[str], str]) -> FileValues:
+        """Per file: hash(key(its path)), computed as files are first ranked."""
+        from .arrays import FileValues
+
+        paths = self.space.paths
+        return FileValues(self.space.n_files, lambda f: hash(key(paths[f])), np.int64)
