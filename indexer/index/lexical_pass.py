@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
+from functools import cached_property
 
 import numpy as np
 
@@ -52,9 +53,14 @@ class QueryPass:
         self.stream = Stream(sources, [terms.spans[t] for t in self.order], total, scratch)
         self.total, self.starts = total, self.stream.term_starts
         self.offsets = [source.offset for source in sources] + [len(scratch.acc)]
-        # The postings read: row, value as stored, and the term's place in the order.
+        # The postings read: row and the term's place in the order (and, for pruning, `raw`).
         self.rows = scratch.get("rows", total, np.int32)  # rows stay far below 2**31
-        self.raw = scratch.get("raw", total, self.stream.dtype)
+
+    @cached_property
+    def raw(self) -> np.ndarray:
+        """Every posting's value as stored, kept for pruning (the one pass reads a chunk's
+        values into a buffer of its own: a report's 770k postings need not hold 3 MB more)."""
+        return self.s.get("raw", self.total, self.stream.dtype)
 
     # -- scoring ----------------------------------------------------------------------------------
     def _contrib(
@@ -126,9 +132,11 @@ class QueryPass:
             stop = k + 1
             while stop < m and starts[stop + 1] - starts[k] <= LEAN_CHUNK:
                 stop += 1
-            a, b = self._load(k, stop)
+            a, b = starts[k], starts[stop]
+            raw = s.get("c_raw", b - a, self.stream.dtype)
+            self.stream.read(k, stop, rows[a:b], raw)
             wide = s.get("c_wide", b - a, np.float64)
-            self._contrib(rows[a:b], self.raw[a:b], self._terms(k, stop), wide)
+            self._contrib(rows[a:b], raw, self._terms(k, stop), wide)
             np.add.at(s.acc, rows[a:b], wide)
             k = stop
         if 8 * self.total < len(s.acc):  # few postings: their rows, not every row
