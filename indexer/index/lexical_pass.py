@@ -115,10 +115,11 @@ class QueryPass:
         np.cumsum(place, out=place)
         return place
 
-    def _load(self, k: int, stop: int) -> tuple[int, int]:
-        """Read the postings of the terms order[k:stop] into rows and raw; their slice."""
+    def _load(self, k: int, stop: int, values: np.ndarray | None = None) -> tuple[int, int]:
+        """Read the postings of the terms order[k:stop] into rows and raw (or their values
+        into `values`, as long as they are); their slice."""
         a, b = int(self.starts[k]), int(self.starts[stop])
-        self.stream.read(k, stop, self.rows[a:b], self.raw[a:b])
+        self.stream.read(k, stop, self.rows[a:b], self.raw[a:b] if values is None else values)
         return a, b
 
     # -- the one pass --------------------------------------------------------------------------
@@ -132,9 +133,8 @@ class QueryPass:
             stop = k + 1
             while stop < m and starts[stop + 1] - starts[k] <= LEAN_CHUNK:
                 stop += 1
-            a, b = starts[k], starts[stop]
-            raw = s.get("c_raw", b - a, self.stream.dtype)
-            self.stream.read(k, stop, rows[a:b], raw)
+            raw = s.get("c_raw", starts[stop] - starts[k], self.stream.dtype)
+            a, b = self._load(k, stop, raw)
             wide = s.get("c_wide", b - a, np.float64)
             self._contrib(rows[a:b], raw, self._terms(k, stop), wide)
             np.add.at(s.acc, rows[a:b], wide)
