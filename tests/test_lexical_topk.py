@@ -179,7 +179,8 @@ def test_the_one_pass_reads_values_a_chunk_at_a_time(
 ) -> None:
     """Scoring every posting holds their rows (for the coverage), not their values: those are
     read a chunk of terms at a time into a buffer as long as the chunk (a report's 770k
-    postings at 163k chunks would otherwise keep 3 MB more), with the same exact answers."""
+    postings at 163k chunks would otherwise keep 3 MB more), and their rows looked up for the
+    keyword coverage a chunk at a time too, with the same exact answers and coverage."""
     monkeypatch.setattr(lexical_topk, "LEAN_POSTINGS", 10**9)
     monkeypatch.setattr(lexical_pass, "LEAN_CHUNK", 64)
     for index in views.values():

@@ -19,7 +19,11 @@ import numpy as np
 from .bm25_params import K1
 from .postings import Scratch, Source, Stream, Terms, union
 
-LEAN_CHUNK = 1 << 17  # postings the one pass scores at once (a longer term: on its own)
+# Postings the one pass scores (or looks up) at once (a longer term: on its own). numpy takes
+# int32 rows through an intp copy: a chunk's (1 MB) comes from the heap, where a report's whole
+# postings' (2.1 MB at 163k chunks) was over workers.SEARCH_MMAP_BYTES, a fresh mapping: up to
+# 280 page faults a report (docs/benchmarks.md, twenty-third pass).
+LEAN_CHUNK = 1 << 17
 SCALAR_TERM = 1024  # postings per term from which its idf and weight multiply as scalars
 SAMPLE_STEP = 16  # the one pass's rows sampled for a floor under its n-th best sum
 
@@ -156,7 +160,10 @@ class QueryPass:
         seen = union(cands, also)
         # Coverage of those rows only: their postings' idf, added in posting order.
         s.flags[seen] = True
-        at = s.flags.take(rows, out=s.get("c_hit", self.total, bool), mode="clip")
+        at = s.get("c_hit", self.total, bool)
+        for lo in range(0, self.total, LEAN_CHUNK):  # numpy's intp copy of the rows stays small
+            hi = min(lo + LEAN_CHUNK, self.total)
+            s.flags.take(rows[lo:hi], out=at[lo:hi], mode="clip")
         s.flags[seen] = False
         at = at.nonzero()[0]
         idf = self.idf.astype(np.float64).take(self.starts.searchsorted(at, side="right") - 1)
