@@ -43,6 +43,7 @@ from latency_corpora import (  # noqa: E402
     varied_queries,
 )
 from latency_processes import Baseline, cold, run_with_input, search_rss  # noqa: E402
+from latency_report import report  # noqa: E402
 
 SEMBLE_WORKER = r"""
 import json, sys, time
@@ -263,6 +264,11 @@ def main() -> int:
     parser.add_argument(
         "--gap-ms", type=float, default=0.0, help="idle time before each timed search (spaced)"
     )
+    parser.add_argument(
+        "--reuse-indexes",
+        action="store_true",
+        help="search existing indexes whatever code built them (default: rebuild if other code)",
+    )
     parser.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--flat-worker", nargs=2, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -278,12 +284,15 @@ def main() -> int:
     for name in args.corpora.split(","):
         tree, git_dir = corpus(name, work, args.trees)
         index_dir = work / "indexes" / name
-        ensure_index(git_dir, index_dir)
+        built_by = {"indexer": ensure_index(git_dir, index_dir, reuse=args.reuse_indexes)}
         queries = query_sets(index_dir, args.devset)
-        baseline = Baseline(args.baseline, work, name, git_dir) if args.baseline else None
+        baseline = None
+        if args.baseline:
+            baseline = Baseline(args.baseline, work, name, git_dir, args.reuse_indexes)
+            built_by["baseline"] = baseline.built_by
         drop_cached(index_dir, *([baseline.index_dir] if baseline is not None else []))
         workers = {"indexer": Worker([sys.executable, __file__, "--worker", str(index_dir)])}
-        entry: dict[str, Any] = {"chunks": workers["indexer"].ready}
+        entry: dict[str, Any] = {"chunks": workers["indexer"].ready, "built_by": built_by}
         if baseline is not None:
             workers["baseline"] = Worker(
                 [sys.executable, __file__, "--worker", str(baseline.index_dir)],
@@ -332,69 +341,6 @@ def main() -> int:
     print(report(results))
     (work / "results.json").write_text(json.dumps(results, indent=2))
     return 0
-
-
-def report(results: dict[str, Any]) -> str:
-    def pair(m: dict[str, float] | None) -> str:
-        return f"{m['p50_ms']} / {m['p95_ms']}" if m else "-"
-
-    def ratio(a: dict[str, float], b: dict[str, float] | None, key: str) -> str:
-        return f"{a[key] / b[key]:.2f}" if b else "-"
-
-    lines = [
-        "| corpus | chunks | kind | indexer p50 / p95 ms | semble p50 / p95 ms | baseline p50 "
-        "/ p95 ms | p50 / p95 vs semble | p50 vs baseline |",
-        "|---|---|---|---|---|---|---|---|",
-    ]
-    flatness = results.pop("flat", None)
-    for name, entry in results.items():
-        warm = entry["warm"]
-        for kind, m in warm["indexer"].items():
-            s = warm.get("semble", {}).get(kind)
-            b = warm.get("baseline", {}).get(kind)
-            lines.append(
-                f"| {name} | {entry['chunks']} | {kind} | {pair(m)} | {pair(s)} | {pair(b)} | "
-                f"{ratio(m, s, 'p50_ms')} / {ratio(m, s, 'p95_ms')} | {ratio(m, b, 'p50_ms')} |"
-            )
-    waits = [
-        f"{name}: " + ", ".join(f"{s} {ms}" for s, ms in entry["warm"]["idle_wait_ms"].items())
-        for name, entry in results.items()
-        if "idle_wait_ms" in entry["warm"]
-    ]
-    if waits:
-        lines += ["", "waited for idle workers after a search, ms a sample: " + "; ".join(waits)]
-    lines += [
-        "",
-        "| corpus | import numpy, faiss ms | cold search ms (× floor) | with `indexer serve` ms "
-        "(× floor) | baseline cold ms (× floor) | search RSS MB (baseline) | RSS MB after N "
-        "varied queries (baseline) |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    for name, entry in results.items():
-        c = entry["cold"]
-        base = f"{c['baseline_ms']} ({c['baseline_ratio']})" if "baseline_ms" in c else "-"
-        lines.append(
-            f"| {name} | {c['floor_ms']} | {c['search_ms']} ({c['search_ratio']}) | "
-            f"{c['served_ms']} ({c['served_ratio']}) | {base} | {entry['search_rss_mb']} "
-            f"({entry.get('baseline_rss_mb', '-')}) | {entry.get('varied_rss_mb', '-')} "
-            f"({entry.get('baseline_varied_rss_mb', '-')}), N = {entry.get('varied_queries', 0)} |"
-        )
-    if flatness is not None:
-        first, last = flatness["corpora"][0], flatness["corpora"][-1]
-        lines += [
-            "",
-            f"| flat: {first}'s queries, one process | kind | p50 ms {first} / {last} | "
-            f"{last} / {first} | baseline p50 ms | baseline ratio |",
-            "|---|---|---|---|---|---|",
-        ]
-        for kind, m in flatness["indexer"].items():
-            b = flatness.get("baseline", {}).get(kind)
-            bp = " / ".join(map(str, b["p50_ms"])) if b else "-"
-            lines.append(
-                f"| | {kind} | {' / '.join(map(str, m['p50_ms']))} | {m['ratio']} | {bp} | "
-                f"{b['ratio'] if b else '-'} |"
-            )
-    return "\n".join(lines)
 
 
 if __name__ == "__main__":

@@ -4,9 +4,11 @@ repository and indexed once; three kinds of queries per index."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import random
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -115,11 +117,43 @@ def drop_cached(*dirs: Path) -> None:
                     os.close(fd)
 
 
-def ensure_index(git_dir: Path, index_dir: Path, env: dict[str, str] | None = None) -> None:
+def source_stamp(src: Path) -> dict[str, str | None]:
+    """What identifies the code of checkout `src`: its commit (None outside git) and a digest
+    of its package and artifacts (uncommitted edits included)."""
+    digest = hashlib.sha256()
+    for path in sorted([*(src / "indexer").rglob("*.py"), *(src / "artifacts").rglob("*")]):
+        if path.is_file():
+            digest.update(str(path.relative_to(src)).encode() + b"\0" + path.read_bytes())
+    head = subprocess.run(
+        ["git", "-C", str(src), "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True
+    )
+    commit = head.stdout.strip() if head.returncode == 0 else None
+    return {"commit": commit, "digest": digest.hexdigest()[:16]}
+
+
+def ensure_index(
+    git_dir: Path,
+    index_dir: Path,
+    env: dict[str, str] | None = None,
+    src: Path | None = None,
+    reuse: bool = False,
+) -> dict[str, str | None]:
+    """Build `index_dir` with the code of `src` (default: this checkout) unless it exists and
+    that code built it (`reuse`: any existing index); what built it (recorded beside it: an
+    index an older checkout built, with another segment layout, must not stand for this one's)."""
     from bench_core import build
 
-    if not (index_dir / "CURRENT").exists():
-        build(git_dir, index_dir, env)
+    stamp_file = index_dir.parent / f"{index_dir.name}.built-by.json"
+    recorded = json.loads(stamp_file.read_text()) if stamp_file.exists() else None
+    if (index_dir / "CURRENT").exists() and reuse:
+        return recorded or {"commit": None, "digest": None}
+    wanted = source_stamp(src or Path(__file__).resolve().parents[1])
+    if (index_dir / "CURRENT").exists() and recorded == wanted:
+        return wanted
+    shutil.rmtree(index_dir, ignore_errors=True)
+    build(git_dir, index_dir, env)
+    stamp_file.write_text(json.dumps(wanted))
+    return wanted
 
 
 def query_sets(index_dir: Path, devset: Path) -> dict[str, list[str]]:

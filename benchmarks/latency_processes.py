@@ -85,11 +85,12 @@ def timed_run(cmd: list[str], env: dict[str, str], cwd: Path) -> float:
 class Baseline:
     """An earlier checkout (`--baseline DIR`): its own index, built and searched by its code."""
 
-    def __init__(self, src: Path, work: Path, name: str, git_dir: Path) -> None:
+    def __init__(self, src: Path, work: Path, name: str, git_dir: Path, reuse: bool) -> None:
         self.src = src
         self.env = {"PYTHONPATH": str(src), "INDEXER_BENCH_SRC": str(src)}
         self.index_dir = work / "indexes" / f"{name}-baseline"
-        ensure_index(git_dir, self.index_dir, dict(os.environ, **self.env))
+        env = dict(os.environ, **self.env)
+        self.built_by = ensure_index(git_dir, self.index_dir, env, src, reuse)
 
 
 def search_rss(
