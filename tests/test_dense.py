@@ -297,7 +297,6 @@ def test_a_long_lived_process_keeps_no_codes_resident(
     monkeypatch.setenv("INDEXER_DENSE_CANDIDATES", "2")
     # several windows in a small index, and rows across two of them (read on their own)
     monkeypatch.setattr(dense_view, "_WINDOW_BYTES", 64 * 256)
-    monkeypatch.setattr(dense_view, "RESIDENT_CODES_BYTES", 0)  # as a large index's are
     repo = make_repo(many_functions())
     build_index(repo, index_dir=tmp_path / "idx", progress=False)
     mapped = Index(current_generation(tmp_path / "idx"))
@@ -321,32 +320,6 @@ def test_a_long_lived_process_keeps_no_codes_resident(
         assert resident_kb(codes) > 0
         mapped.dense.search(queries[0], 10)
         assert resident_kb(codes) == 0  # ...until a search has read its rows through it
-
-
-def test_a_small_index_keeps_the_codes_it_read(
-    make_repo: MakeRepo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Up to RESIDENT_CODES_BYTES of codes, a long-lived process keeps the pages its searches
-    read (no fault to bring them back next time), with the same neighbours as one that drops
-    them."""
-    repo = make_repo(many_functions())
-    build_index(repo, index_dir=tmp_path / "idx", progress=False)
-    texts = ("open a tcp connection with retries", "sum of items")
-    kept = Index(current_generation(tmp_path / "idx"))
-    queries = [kept.vectors.embed(text) for text in texts]
-    expected = [kept.dense.search(query, 10) for query in queries]
-    assert kept.dense._codes_resident and "_fast" in kept.dense.__dict__
-    if Path("/proc/self/smaps").exists():
-        assert resident_kb(kept.space.segments[0].dense.codes) > 0
-    monkeypatch.setattr(dense_view, "RESIDENT_CODES_BYTES", 0)
-    dropped = Index(current_generation(tmp_path / "idx"))
-    for query, (sims, rows) in zip(queries, expected, strict=True):
-        got_sims, got_rows = dropped.dense.search(query, 10)
-        np.testing.assert_array_equal(got_sims, sims)
-        np.testing.assert_array_equal(got_rows, rows)
-    assert not dropped.dense._codes_resident
-    if Path("/proc/self/smaps").exists():
-        assert resident_kb(dropped.space.segments[0].dense.codes) == 0
 
 
 def test_bad_dense_settings_are_one_line_errors(

@@ -39,13 +39,6 @@ DEFAULT_CANDIDATE_FACTOR = 3
 # (DenseIndex.huge_pages), the windows aligned to the file's 2 MB boundaries: what a long-lived
 # process holds of them at most, in the middle of a query.
 _WINDOW_BYTES = 2 << 20
-# Up to this many bytes of 8-bit codes (65k rows of 256 dimensions) a long-lived process keeps
-# the pages its reads map instead of dropping them after each search: they come back as the
-# searches go on (at most the whole file, page cache that every process of the index shares),
-# and faulting them in again cost ~0.11 ms a short question at 38k chunks (2.40 -> 2.29 ms in a
-# tight loop, docs/benchmarks.md, twenty-third pass). Above it (163k chunks: 40 MB) the search
-# process's memory comes first.
-RESIDENT_CODES_BYTES = 16 << 20
 
 
 def candidate_factor() -> int:
@@ -176,11 +169,6 @@ class DenseView:
         return sims[best], rows[best]
 
     @cached_property
-    def _codes_resident(self) -> bool:
-        """Whether the pages of the codes read stay mapped (RESIDENT_CODES_BYTES)."""
-        return sum(d.n_rows * d.dim for d, _ in self.parts) <= RESIDENT_CODES_BYTES
-
-    @cached_property
     def _codes_mapped(self) -> bool:
         limit = mapped_codes_max()
         return limit is None or sum(d.n_rows * d.dim for d, _ in self.parts) <= limit
@@ -205,12 +193,10 @@ class DenseView:
             raise CorruptIndexError(f"segments of one index have different vector codes; {REBUILD}")
         if not self.one_shot and self._codes_mapped:
             # Through the segments' memory maps (mapped_codes_max), 2 MB of a file at a time,
-            # each window's pages dropped from the process once read (unless the codes are
-            # small: _codes_resident): a query's rows are scattered, and the 64 KB the kernel
-            # maps around each would otherwise keep nearly every code resident (40 MB at 163k
-            # chunks). Faulting them back costs ~0.15 ms a query in a tight loop, 1-5 % of warm
-            # p50 in the bench (docs/benchmarks.md).
-            keep = self._codes_resident
+            # each window's pages dropped from the process once read: a query's rows are
+            # scattered, and the 64 KB the kernel maps around each would otherwise keep nearly
+            # every code resident (40 MB at 163k chunks). Faulting them back costs ~0.15 ms a
+            # query in a tight loop, 1-5 % of warm p50 in the bench (docs/benchmarks.md).
             for i, (dense, _) in enumerate(self.parts):
                 dense.huge_pages()
                 mine = order[part[order] == i]  # sorted by row
@@ -225,8 +211,7 @@ class DenseView:
                 for lo, hi in zip([0, *cuts], [*cuts, len(mine)], strict=True):
                     if hi > lo:
                         out[mine[lo:hi]] = dense.codes.take(local[lo:hi], axis=0)
-                        if not keep:
-                            dense.release_codes()
+                        dense.release_codes()
             return out
         files = [dense.file for dense, _ in self.parts]
         if all(f is not None for f in files):
