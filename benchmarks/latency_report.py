@@ -18,11 +18,6 @@ def report(results: dict[str, Any]) -> str:
         "|---|---|---|---|---|---|---|---|",
     ]
     flatness = results.pop("flat", None)
-    built = [
-        f"{name} {system} {stamp['commit']} ({stamp['digest']})"
-        for name, entry in results.items()
-        for system, stamp in entry.get("built_by", {}).items()
-    ]
     for name, entry in results.items():
         warm = entry["warm"]
         for kind, m in warm["indexer"].items():
@@ -36,6 +31,11 @@ def report(results: dict[str, Any]) -> str:
         f"{name}: " + ", ".join(f"{s} {ms}" for s, ms in entry["warm"]["idle_wait_ms"].items())
         for name, entry in results.items()
         if "idle_wait_ms" in entry["warm"]
+    ]
+    built = [
+        f"{name} {system} {stamp['commit']} ({stamp['digest']})"
+        for name, entry in results.items()
+        for system, stamp in entry.get("built_by", {}).items()
     ]
     if built:  # an index another checkout built would not measure this code's layout
         lines += ["", "indexes built by (commit, source digest): " + "; ".join(built)]
