@@ -251,7 +251,11 @@ class Index(RankedView):
             s["confidence"] *= factor
             return self._result(row, s, with_text)
 
-        return [r for _, r in fold_split_tails(self, [row for row, _ in ranked], make)]
+        results = [r for _, r in fold_split_tails(self, [row for row, _ in ranked], make)]
+        if not self.one_shot:  # the symbols read are not kept (Segment.release_symbols)
+            for segment in self.space.segments:
+                segment.release_symbols()
+        return results
 
     def _allowed(self, where: SearchFilter) -> np.ndarray:
         return where.allowed_rows(self.files, self._chunk_file, self.row_columns.kinds)

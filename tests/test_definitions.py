@@ -170,6 +170,7 @@ def test_the_reranker_boosts_definitions_named_exactly_or_by_all_their_parts(
                 "def make_circle_area():\n    return 2\n"
             ),
             "pkg/more.py": "def circle_area():\n    return 4\n",
+            "pkg/limits.py": "import os\n\nMAX_RADIUS = 10\nMIN_RADIUS = int(os.environ['MIN'])\n",
         }
     )
     build_index(root, progress=False)
@@ -201,3 +202,40 @@ def test_the_reranker_boosts_definitions_named_exactly_or_by_all_their_parts(
     got = factors("makeCircle")
     assert got[("pkg/shapes.py", "make_circle")] == got[("pkg/shapes.py", "Circle")] == 1.5
     assert got[("pkg/shapes.py", "circle_area")] == 1.0
+    got = factors("MAX_RADIUS")  # a module-level name: its block defines it
+    assert got[("pkg/limits.py", "limits")] == 2.0
+    # A long-lived process read the names of the rows their part bits let through only; a
+    # one-shot process reads every definition's: the same factors.
+    assert index.row_columns.keep_codes
+    long_lived = {q: factors(q) for q in ("circle_area", "makeCircle", "Circle.area", "MAX_RADIUS")}
+    index = Index.open(root, one_shot=True)
+    weights = index.fusion["rerank"]
+    assert not index.row_columns.keep_codes
+    assert {q: factors(q) for q in long_lived} == long_lived
+
+
+def test_part_bits_let_through_every_symbol_spelled_by_the_terms(make_repo: MakeRepo) -> None:
+    """`spelled_by` keeps every row whose symbol's parts are all among the terms (and may keep
+    a few others); a row's bits are computed when it is first met, then kept."""
+    from indexer.index.row_columns import KNOWN, part_bits
+    from indexer.index.tokens import split_identifier
+
+    names = [f"{a}_{b}" for a in ("make", "read", "parse", "load") for b in ("user", "file", "row")]
+    body = "".join(f"def {name}():\n    return 1\n\n" for name in names)
+    root: Path = make_repo({"pkg/names.py": body + "def readFile():\n    return 2\n"})
+    build_index(root, progress=False)
+    index = Index.open(root)
+    columns = index.row_columns
+    rows = np.arange(len(index))
+    terms = {"read", "file"}
+    half = rows[: len(rows) // 2]
+    columns.spelled_by(half, part_bits(terms))
+    assert (columns._part_bits[half] & KNOWN).all()  # met: kept
+    assert not (columns._part_bits[rows[len(half) :]] & KNOWN).any()  # not met yet
+    kept = columns.spelled_by(rows, part_bits(terms))
+    assert kept is not None
+    spelled = [bool(s) and set(split_identifier(s)) <= terms for s in columns.symbols]
+    assert spelled.count(True) == 2  # read_file, readFile
+    assert all(kept[np.flatnonzero(spelled)])
+    assert kept.sum() < len(rows)  # the bits rule most rows out
+    assert Index.open(root, one_shot=True).row_columns.spelled_by(rows, 0) is None

@@ -49,6 +49,9 @@ def test_a_long_lived_process_keeps_no_lookup_pages(make_repo: MakeRepo, tmp_pat
         assert "_samples" in vars(terms)  # the report's terms were looked up in one batch
         for array in (np.frombuffer(terms.data, np.uint8), terms.starts, segment.postings[0]):
             assert resident_kb(array) == 0
+        # the symbols the reranker read (the identifier queries' definitions) were dropped
+        assert "symbols" in vars(segment)
+        assert resident_kb(np.frombuffer(segment.symbols.data, np.uint8)) == 0
     # a one-shot process releases nothing: its pages go with it
     segment = once.space.segments[0]
     assert resident_kb(segment.postings[0]) > 0

@@ -16,11 +16,25 @@ import numpy as np
 
 from .columns import RowText, values_of
 from .reader import RowSpace
+from .tokens import split_parts as _split
 
 
 def symbol_key(name: str) -> int:
     """32 bits of the name's hash: a row's key costs 4 bytes (a match is checked anyway)."""
     return hash(name) & 0xFFFFFFFF
+
+
+# A row's part bits: one of 31 bits per identifier part of its symbol, and KNOWN once set.
+KNOWN = 1 << 31
+
+
+def part_bits(parts: Iterable[str]) -> int:
+    """The bits of identifier parts (`split_identifier`'s): a symbol whose parts are all among
+    a query's terms has no bit outside the terms' bits."""
+    bits = 0
+    for part in parts:
+        bits |= 1 << (hash(part) % 31)
+    return bits
 
 
 class RowColumns:
@@ -69,6 +83,26 @@ class RowColumns:
         key that matches is checked against the symbol itself, a key that does not rules it
         out."""
         return self._symbol_keys[rows] if self.keep_codes else None
+
+    def spelled_by(self, rows: np.ndarray, bits: int) -> np.ndarray | None:
+        """Which of `rows` may have a symbol whose parts all have their bits in `bits` (every
+        such row, and a few others), where the rows' part bits are kept (a long-lived
+        process): the rows not met before have their symbols read once. None: not kept."""
+        if not self.keep_codes:
+            return None
+        known = self._part_bits[rows]
+        new = np.flatnonzero(known == 0)
+        if len(new):
+            found = [KNOWN | part_bits(_split(s)) for s in self.symbols.take(rows[new])]
+            known[new] = found
+            self._part_bits[rows[new]] = found
+        spelled: np.ndarray = (known & ~np.uint32(bits | KNOWN)) == 0
+        return spelled
+
+    @cached_property
+    def _part_bits(self) -> np.ndarray:
+        """Each row's part bits (KNOWN set), 0 for a row not met yet: filled as queries go."""
+        return np.zeros(self.space.n_rows, dtype=np.uint32)
 
     def kind_of(self, row: int) -> str:
         if self.keep_codes:

@@ -335,6 +335,15 @@ class Segment:
         if "postings" in self.__dict__:
             release_pages(self.postings[0])
 
+    def release_symbols(self) -> None:
+        """Drop the pages of the symbols column from this process: a query reads a few dozen
+        rows' symbols, scattered, and the kernel maps 64 KB around each, so a long-lived
+        process would come to hold the whole column (2.6 MB at 163k chunks) though each query
+        faults back only the few pages it reads."""
+        column = self.__dict__.get("symbols")
+        if isinstance(column, Lines):
+            release_pages(column.data)
+
     @cached_property
     def postings(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(indptr, docs, tfs); docs and tfs memory-mapped."""

@@ -99,6 +99,11 @@ def split_identifier(word: str) -> list[str]:
     return list(_split_cached(word))
 
 
+def split_parts(word: str) -> tuple[str, ...]:
+    """`split_identifier` uncached (a value met once)."""
+    return _split(word)
+
+
 def _split(word: str) -> tuple[str, ...]:
     parts: list[str] = []
     for piece in word.split("_"):

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..index.row_columns import symbol_key
+from ..index.row_columns import part_bits, symbol_key
 from ..index.tokens import split_identifier
 from ..source.languages import PLAIN_TEXT, detect_language
 from ..source.pathclass import (
@@ -279,16 +279,23 @@ def rerank(index: Index, q: Query, rows: np.ndarray, scores: np.ndarray) -> np.n
     full, half = 1.0 + w["definition"], 1.0 + 0.5 * w["definition"]
     # Only the candidates of a module or definition kind have their names read.
     modules = np.flatnonzero(columns.is_kind(kind_codes, _MODULE_KINDS))
-    if "_definitions" in index.__dict__:  # made for a symbol query: read only the rows it keys
+    # Read only the names of the rows the defined-names table keys (a superset): a one-shot
+    # process opens the table for a symbol query only.
+    if not index.one_shot or "_definitions" in index.__dict__:
         modules = modules[member(rows[modules], index._definitions.rows_keyed(named_by))]
     for i, names in zip(modules.tolist(), columns.defines.take(rows[modules]), strict=True):
         if names and not named_by.isdisjoint(names.lower().split()):
             out[i] *= full
     definitions = np.flatnonzero(columns.is_kind(kind_codes, _DEFINITION_KINDS))
-    keys = columns.symbol_keys(rows[definitions])
-    if keys is not None and not q.symbol_like:  # only exact names count: read the key hits
-        definitions = definitions[member(keys, [symbol_key(n) for n in named_by])]
     terms, symbol_like = q.terms, q.symbol_like
+    keys = columns.symbol_keys(rows[definitions])
+    if keys is not None:  # read the symbols of the rows that may count only: the key hits
+        may_count = member(keys, [symbol_key(n) for n in named_by])
+        if symbol_like:  # and those whose parts may all be query terms
+            may_spell = columns.spelled_by(rows[definitions], part_bits(terms))
+            assert may_spell is not None  # kept where the keys are
+            may_count |= may_spell
+        definitions = definitions[may_count]
     spelled: dict[str, bool] = {}  # symbol -> every part of it is a query term (many repeat)
     for i, symbol in zip(
         definitions.tolist(), columns.symbols.take(rows[definitions]), strict=True
