@@ -60,7 +60,7 @@ class Lines(LazySequence[str]):
         # line i: starts[i]:starts[i+1]-1; written beside the column (segment format 5)
         self.starts = _stored_starts(path, count, len(self.data))
         self._all: list[str] | None = None
-        self._reads = 0
+        self.reads = 0  # values read one by one (a long-lived process drops their pages)
         # A column read by bisection (the BM25 vocabulary) is decoded whole once most of it
         # has been read; a per-row column (`keep=False`) never is: a long-lived process would
         # end up holding every row's string (~8 MB a column at 163k rows).
@@ -73,10 +73,9 @@ class Lines(LazySequence[str]):
     def _item(self, i: int) -> str:
         if self._all is not None:
             return self._all[i]
-        if self.keep:
-            self._reads += 1
-            if self._reads > 64 and self._reads * 16 > len(self):  # most of it: decode it all
-                return self.tolist()[i]
+        self.reads += 1
+        if self.keep and self.reads > 64 and self.reads * 16 > len(self):  # most: decode all
+            return self.tolist()[i]
         start, end = int(self.starts[i]), int(self.starts[i + 1]) - 1
         value: str = self.data[start:end].decode("utf-8")
         return value
@@ -171,6 +170,7 @@ class Lines(LazySequence[str]):
         if self._all is not None:
             return [self._all[r] for r in rows.tolist()]
         data = self.data
+        self.reads += len(rows)
         begins, ends = self.starts[rows].tolist(), (self.starts[rows + 1] - 1).tolist()
         return [data[a:b].decode("utf-8") for a, b in zip(begins, ends, strict=True)]
 

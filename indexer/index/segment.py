@@ -31,6 +31,7 @@ from .segment_format import (
     FileSlices,
     StoredInts,
     file_bounds,
+    random_access,
     release_pages,
     sha256_file,
 )
@@ -40,6 +41,9 @@ if TYPE_CHECKING:
 
 BLOCK_CACHE = 32  # decompressed file blocks kept per segment (results cluster in few files)
 BLOCK_CACHE_BYTES = 1 << 20  # and at most this much of them (one large file: that one alone)
+# Symbols a long-lived process reads before it drops the column's pages (Segment.release_symbols):
+# 128 pages at most; short questions read ~6 a search, so they seldom fault them back.
+SYMBOLS_READ_KEPT = 128
 
 
 class Segment:
@@ -336,13 +340,15 @@ class Segment:
             release_pages(self.postings[0])
 
     def release_symbols(self) -> None:
-        """Drop the pages of the symbols column from this process: a query reads a few dozen
-        rows' symbols, scattered, and the kernel maps 64 KB around each, so a long-lived
-        process would come to hold the whole column (2.6 MB at 163k chunks) though each query
-        faults back only the few pages it reads."""
+        """Drop the pages of the symbols column from this process once SYMBOLS_READ_KEPT values
+        were read since the last time, and map it for random reads from then on: a query reads
+        a few dozen rows' symbols, scattered, and with the kernel's 64 KB around each fault a
+        long-lived process came to hold the whole column (2.6 MB at 163k chunks)."""
         column = self.__dict__.get("symbols")
-        if isinstance(column, Lines):
+        if isinstance(column, Lines) and column.reads > SYMBOLS_READ_KEPT:
+            random_access(column.data)
             release_pages(column.data)
+            column.reads = 0
 
     @cached_property
     def postings(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

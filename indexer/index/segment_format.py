@@ -138,6 +138,14 @@ def release_pages(data: Any) -> None:
         data.madvise(mmap.MADV_DONTNEED)
 
 
+def random_access(data: Any) -> None:
+    """Tell the kernel a mapped file is read at random: a fault maps the page asked for alone,
+    not the 64 KB around it (nor reads ahead)."""
+    data = getattr(data, "_mmap", data)
+    if isinstance(data, mmap.mmap) and hasattr(mmap, "MADV_RANDOM"):
+        data.madvise(mmap.MADV_RANDOM)
+
+
 class FileSlices:
     """A file read by slices with pread: `data[a:b]` and `len(data)` as of bytes. The chunk
     store and the compressed texts are read a few records at a time; through a memory map
