@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import platform
 import random
 import shutil
 import subprocess
@@ -117,9 +118,29 @@ def drop_cached(*dirs: Path) -> None:
                     os.close(fd)
 
 
+# The installed libraries an index's bytes depend on (chunking, codes, the vocabulary's order):
+# an upgrade of one of them makes the same checkout build another index.
+BUILD_LIBRARIES = ("numpy", "faiss-cpu", "pygit2", "tree-sitter", "tree-sitter-language-pack")
+
+
+def library_versions() -> str:
+    """`name==version` of each BUILD_LIBRARIES (`-` where missing), and Python's version."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    def installed(name: str) -> str:
+        try:
+            return version(name)
+        except PackageNotFoundError:
+            return "-"
+
+    found = [f"{name}=={installed(name)}" for name in BUILD_LIBRARIES]
+    return " ".join([f"python=={platform.python_version()}", *found])
+
+
 def source_stamp(src: Path) -> dict[str, str | None]:
-    """What identifies the code of checkout `src`: its commit (None outside git) and a digest
-    of its package and artifacts (uncommitted edits included)."""
+    """What identifies the code of checkout `src`: its commit (None outside git), a digest
+    of its package and artifacts (uncommitted edits included), and the libraries it builds
+    with (this process's: the bench runs every checkout with the same ones)."""
     digest = hashlib.sha256()
     for path in sorted([*(src / "indexer").rglob("*.py"), *(src / "artifacts").rglob("*")]):
         if path.is_file():
@@ -128,7 +149,7 @@ def source_stamp(src: Path) -> dict[str, str | None]:
         ["git", "-C", str(src), "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True
     )
     commit = head.stdout.strip() if head.returncode == 0 else None
-    return {"commit": commit, "digest": digest.hexdigest()[:16]}
+    return {"commit": commit, "digest": digest.hexdigest()[:16], "libraries": library_versions()}
 
 
 def ensure_index(

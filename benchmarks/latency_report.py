@@ -39,6 +39,12 @@ def report(results: dict[str, Any]) -> str:
     ]
     if built:  # an index another checkout built would not measure this code's layout
         lines += ["", "indexes built by (commit, source digest): " + "; ".join(built)]
+        libraries = {
+            str(stamp.get("libraries"))
+            for entry in results.values()
+            for stamp in entry.get("built_by", {}).values()
+        }
+        lines += ["", "built with: " + "; ".join(sorted(libraries))]
     if waits:
         lines += ["", "waited for idle workers after a search, ms a sample: " + "; ".join(waits)]
     lines += [
