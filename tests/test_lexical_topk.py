@@ -109,12 +109,6 @@ def assert_top_equals_exhaustive(
     # Rows the search never saw: looked up when asked.
     others = np.arange(0, view.n_docs, 7)
     np.testing.assert_array_equal(hits.coverage(others), coverage[others])
-    # Rows only (a report's title list): the same rows and scores; coverage asked later is
-    # looked up, and still exact.
-    bare = view.top(terms, boosts, n, allowed, also=also, coverage=False)
-    np.testing.assert_array_equal(bare.rows, expected)
-    np.testing.assert_array_equal(bare.scores, bm25[expected])
-    np.testing.assert_array_equal(bare.coverage(asked), coverage[asked])
 
 
 @pytest.mark.parametrize(
@@ -198,6 +192,36 @@ def test_the_one_pass_reads_values_a_chunk_at_a_time(
         assert len(buffers["rows"]) >= total
         assert len(buffers["c_raw"]) < total // 2
         assert_top_equals_exhaustive(view, terms, {}, 10, None, np.arange(5))
+
+
+@pytest.mark.parametrize(
+    "costs",
+    [{"PART_NS": 0, "NEEDLE_NS": 0}, {"FLAG_NS": 0}],
+    ids=["binary search per part", "a flag per row"],
+)
+def test_the_coverage_asked_after_a_pass_is_exact_either_way(
+    views: dict[str, Index], monkeypatch: pytest.MonkeyPatch, costs: dict[str, int]
+) -> None:
+    """The rows a one pass read stay in its buffers: a row's coverage asked afterwards is
+    looked up in them (each part's rows binary-searched, or every posting's row flagged),
+    exactly the reference's, for rows in any order and repeated, without reading again."""
+    for name, value in costs.items():
+        monkeypatch.setattr(lexical_pass, name, value)
+    monkeypatch.setattr(lexical_topk, "LEAN_POSTINGS", 10**9)
+    for index in views.values():
+        view = index.lexical
+        _, common = vocabulary(view)
+        terms = [*common[5:25], "segment", "zzz-unknown", "manifest", "segment"]
+        _, coverage = view.score(terms, {})
+        hits = view.top(terms, {}, 10)
+        assert hits.later is not None and len(hits.seen) == 0
+        asked = np.concatenate([hits.rows[::-1], np.arange(0, view.n_docs, 11), hits.rows[:3]])
+        assert hits.later(asked) is not None  # from the buffers
+        np.testing.assert_array_equal(hits.coverage(asked), coverage[asked])
+        # Another search reads its postings into the buffers: the first hits read theirs again.
+        view.top(terms[:1], {}, 1)
+        assert hits.later(asked) is None
+        np.testing.assert_array_equal(hits.coverage(asked), coverage[asked])
 
 
 def test_the_race_looks_rows_up_when_few_are_left(

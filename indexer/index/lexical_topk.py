@@ -75,6 +75,7 @@ class TopN(QueryPass):
         self.full = 0
         self.kept: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # race: rows, place, c
         self.looked = 0  # terms the race looked rows up in
+        self.read_all: QueryPass | None = None  # the pass whose buffers hold every posting
 
     @cached_property
     def wide(self) -> np.ndarray:
@@ -128,7 +129,8 @@ class TopN(QueryPass):
         else:
             s.acc[self.rows[: self.full]] = 0
         lean = TopN(self.sources, self.norm, self.q, s, self.eligible, lean=True)
-        return lean.run(n, also)
+        self.read_all = lean
+        return lean.one_pass(n)
 
     def _keep(self, rows: np.ndarray, raw: np.ndarray, place: np.ndarray) -> np.ndarray:
         wide = np.empty(len(rows))
@@ -185,12 +187,13 @@ class TopN(QueryPass):
         return theta, rows[sums >= floor]
 
     # -- the search -------------------------------------------------------------------------------
-    def run(self, n: int, also: np.ndarray, coverage: bool = True) -> Result:
+    def run(self, n: int, also: np.ndarray) -> Result:
         """(candidates, their exact scores, the candidates + `also` sorted, their coverage):
-        every row of the true top n is a candidate. Without `coverage`, a one-pass search
-        returns no coverage (no rows seen)."""
+        every row of the true top n is a candidate. A one pass knows no row's coverage yet
+        (`read_all` reads it later from the postings' rows)."""
         if self.lean:
-            return self.one_pass(n, also, coverage)
+            self.read_all = self
+            return self.one_pass(n)
         s, rest, starts = self.s, self.rest, self.starts.tolist()
         m = len(self.order)
         if self.eligible is not None:

@@ -26,6 +26,7 @@ from ..errors import CorruptIndexError
 from .bm25_params import K1, B
 from .columns import find_sorted
 from .integrity import REBUILD
+from .lexical_pass import LaterCoverage
 from .lexical_topk import TopN
 from .postings import PREAD_MIN, Scratch, Source, Terms, union
 from .reader import RowSpace
@@ -84,6 +85,7 @@ class LexicalHits:
     seen_coverage: np.ndarray
     view: LexicalView
     terms: Sequence[str]
+    later: LaterCoverage | None = None  # the coverage of other rows, while the buffers last
 
     def coverage(self, rows: np.ndarray) -> np.ndarray:
         """Idf-weighted fraction of the query's terms each row has (LexicalView.score's)."""
@@ -94,7 +96,9 @@ class LexicalHits:
             return self.seen_coverage[pos]
         out = np.zeros(len(rows), dtype=np.float32)
         out[known] = self.seen_coverage[pos[known]]
-        out[~known] = self.view.coverage(self.terms, rows[~known])
+        others = rows[~known]
+        found = self.later(others) if self.later is not None else None
+        out[~known] = found if found is not None else self.view.coverage(self.terms, others)
         return out
 
 
@@ -267,12 +271,10 @@ class LexicalView:
         n: int,
         allowed: np.ndarray | None = None,
         also: np.ndarray | None = None,
-        coverage: bool = True,
     ) -> LexicalHits:
         """The n best rows by BM25 among `allowed` (a row mask), as `top_rows(score(...), n)`
-        gives them, with the coverage of those rows and of `also` (rows the caller will ask
-        about), without scoring every posting of the query's common terms. `coverage=False`:
-        the caller wants the rows only (the hits may then look their coverage up again)."""
+        gives them, without scoring every posting of the query's common terms; the hits give
+        any row's coverage (`also`: rows the caller will ask about, known at once if pruned)."""
         also_rows = np.zeros(0, dtype=np.int64) if also is None else np.asarray(also, np.int64)
         query = self.resolve(terms, boosts)
         if query is None or self.n_docs == 0:
@@ -302,8 +304,11 @@ class LexicalView:
                 eligible,
             )
             cands, scores, seen, seen_coverage = (
-                search.run(n, also_rows, coverage) if n > 0 else search.coverage(also_rows)
+                search.run(n, also_rows) if n > 0 else search.coverage(also_rows)
             )
+            read_all = search.read_all
+            to_cat = self.space.global_to_cat if to_global is not None else None
+            later = LaterCoverage(read_all, to_cat) if read_all is not None else None
             if n > 0:  # (a coverage lookup is not a search)
                 self.last_stats = {
                     "postings": search.total,
@@ -329,7 +334,7 @@ class LexicalView:
             keep = scores >= nth
             cands, scores = cands[keep], scores[keep]
         best = np.lexsort((cands, -scores))[:n]
-        return LexicalHits(cands[best], scores[best], seen, seen_coverage, self, terms)
+        return LexicalHits(cands[best], scores[best], seen, seen_coverage, self, terms, later)
 
     def coverage(self, terms: Sequence[str], rows: np.ndarray) -> np.ndarray:
         """score(terms)[1][rows], reading only what those rows need."""

@@ -109,6 +109,7 @@ class Scratch:
         # rows asked about; False between queries (bool: nonzero() is ~5x faster than on uint8)
         self.flags = np.zeros(n_rows, dtype=bool)
         self.lock = threading.Lock()
+        self.uses = 0  # queries that read postings into these buffers (lexical_pass.py)
         self._buffers: dict[str, np.ndarray] = {}
 
     def trim(self, keep_bytes: int | None = None) -> None:

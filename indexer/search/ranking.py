@@ -60,13 +60,13 @@ def rank(
     title = none
     if "bm25" in retrievers and q.title_lexical and w_title > 0 and not single:
         # A report's title is a short question inside it: its own BM25 list.
-        title = index.lexical.top(q.title_lexical, {}, n_cand, allowed, coverage=False).rows
+        title = index.lexical.top(q.title_lexical, {}, n_cand, allowed).rows
     lexical = q.lexical
     common = float(cfg["query"]["common_df"])
     if kind == "long" and common > 0:  # a report's common words: most postings, little score
         lexical = index.lexical.without_common(lexical, common)
-    # BM25's top rows, pruned (indexer/index/lexical_topk.py), with the keyword coverage of
-    # every row the lists above may bring in.
+    # BM25's top rows, pruned (indexer/index/lexical_topk.py); a pruned search knows the
+    # keyword coverage of every row the lists above may bring in at once.
     bm25 = index.lexical.top(
         lexical, boosts, n_cand, allowed, also=np.concatenate([exact, title, top_dense])
     )
@@ -102,10 +102,12 @@ def rank(
             return []
 
     rule = cfg["threshold"]
-    # Only the rows returned need their similarity, unless a relative cut compares them all.
+    # Only the rows returned need their similarity and keyword coverage (the others' count
+    # as 0: nothing reads them), unless a relative cut compares them all.
     needed = len(rows) if cut and float(rule["relative"]) > 0 else k
     read_similarities(index, rows, similarity, qvec, needed)
-    keyword = bm25.coverage(rows)
+    keyword = np.zeros(len(rows), dtype=np.float32)
+    keyword[:needed] = bm25.coverage(rows[:needed])
     recency = recency_score(
         index._file_times[index._chunk_file[rows]],
         int(index.manifest["commit_time"]),
