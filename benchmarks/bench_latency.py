@@ -101,10 +101,17 @@ def flat_worker(index_dirs: list[str], repeats: int) -> None:
 
 
 def flat(
-    index_dirs: list[Path], queries: dict[str, list[str]], repeats: int, baseline: Path | None
+    index_dirs: list[Path],
+    queries: dict[str, list[str]],
+    repeats: int,
+    baseline: Path | None,
+    rounds: int = 1,
 ) -> dict[str, Any]:
-    """p50 per kind on each index and the last/first ratio, for this code and the baseline's."""
-    out: dict[str, Any] = {}
+    """p50 per kind on each index and the last/first ratio, for this code and the baseline's:
+    `rounds` worker processes each, this code's and the baseline's taking turns (which goes
+    first alternates), so that the machine's drift over the run falls on both. Per kind: the
+    median p50 of each index over the rounds, the median of the rounds' ratios, and the
+    rounds' ratios."""
     variants: list[tuple[str, Path, dict[str, str] | None, list[Path]]] = [
         ("indexer", ROOT, None, index_dirs)
     ]
@@ -112,16 +119,25 @@ def flat(
         base_env = dict(os.environ, PYTHONPATH=str(baseline), INDEXER_BENCH_SRC=str(baseline))
         base_dirs = [d.parent / f"{d.name}-baseline" for d in index_dirs]
         variants.append(("baseline", baseline, base_env, base_dirs))
-    for name, src, env, dirs in variants:
-        cmd = [sys.executable, __file__, "--flat-worker", ",".join(map(str, dirs)), str(repeats)]
-        p50 = json.loads(run_with_input(cmd, queries, env, src).splitlines()[-1])
-        out[name] = {
-            kind: {
-                "p50_ms": [per[kind] for per in p50],
-                "ratio": round(p50[-1][kind] / p50[0][kind], 2),
+    runs: dict[str, list[list[dict[str, float]]]] = {name: [] for name, *_ in variants}
+    for turn in range(rounds):
+        for name, src, env, dirs in variants if turn % 2 == 0 else variants[::-1]:
+            where = ",".join(map(str, dirs))
+            cmd = [sys.executable, __file__, "--flat-worker", where, str(repeats)]
+            runs[name].append(json.loads(run_with_input(cmd, queries, env, src).splitlines()[-1]))
+    out: dict[str, Any] = {"rounds": rounds}
+    for name, p50s in runs.items():
+        out[name] = {}
+        for kind in queries:
+            ratios = [round(p50[-1][kind] / p50[0][kind], 3) for p50 in p50s]
+            out[name][kind] = {
+                "p50_ms": [
+                    round(statistics.median(p50[i][kind] for p50 in p50s), 3)
+                    for i in range(len(index_dirs))
+                ],
+                "ratio": round(statistics.median(ratios), 2),
+                "ratios": ratios,
             }
-            for kind in queries
-        }
     return out
 
 
@@ -252,6 +268,12 @@ def main() -> int:
     )
     parser.add_argument("--corpora", default="sympy,big")
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument(
+        "--flat-rounds",
+        type=int,
+        default=3,
+        help="flat: worker processes per code, this code's and the baseline's taking turns",
+    )
     parser.add_argument("--cold-runs", type=int, default=10)
     parser.add_argument("--semble-python", default=None, help="python of a venv with semble")
     parser.add_argument("--semble-model", default=None, help="local model2vec model directory")
@@ -334,7 +356,7 @@ def main() -> int:
         queries = query_sets(dirs[0], args.devset)  # the first corpus's queries on every index
         based = [d.parent / f"{d.name}-baseline" for d in dirs] if args.baseline else []
         drop_cached(*dirs, *based)
-        flatness = flat(dirs, queries, args.repeats, args.baseline)
+        flatness = flat(dirs, queries, args.repeats, args.baseline, args.flat_rounds)
         flatness["corpora"] = names
         results["flat"] = flatness
         print(f"flat: {json.dumps(flatness)}", file=sys.stderr)

@@ -65,17 +65,25 @@ def report(results: dict[str, Any]) -> str:
         )
     if flatness is not None:
         first, last = flatness["corpora"][0], flatness["corpora"][-1]
+        rounds = flatness.get("rounds", 1)
         lines += [
             "",
-            f"| flat: {first}'s queries, one process | kind | p50 ms {first} / {last} | "
-            f"{last} / {first} | baseline p50 ms | baseline ratio |",
+            f"| flat: {first}'s queries, one process ({rounds} rounds, medians) | kind | "
+            f"p50 ms {first} / {last} | {last} / {first} (rounds' range) | baseline p50 ms | "
+            "baseline ratio (range) |",
             "|---|---|---|---|---|---|",
         ]
         for kind, m in flatness["indexer"].items():
             b = flatness.get("baseline", {}).get(kind)
             bp = " / ".join(map(str, b["p50_ms"])) if b else "-"
             lines.append(
-                f"| | {kind} | {' / '.join(map(str, m['p50_ms']))} | {m['ratio']} | {bp} | "
-                f"{b['ratio'] if b else '-'} |"
+                f"| | {kind} | {' / '.join(map(str, m['p50_ms']))} | {_spread(m)} | {bp} | "
+                f"{_spread(b) if b else '-'} |"
             )
     return "\n".join(lines)
+
+
+def _spread(flat: dict[str, Any]) -> str:
+    """A flat ratio with its rounds' range, e.g. `1.46 (1.42-1.51)`."""
+    ratios = flat.get("ratios") or [flat["ratio"]]
+    return f"{flat['ratio']} ({min(ratios):.2f}-{max(ratios):.2f})"
