@@ -224,6 +224,34 @@ def test_the_coverage_asked_after_a_pass_is_exact_either_way(
         np.testing.assert_array_equal(hits.coverage(asked), coverage[asked])
 
 
+@pytest.mark.parametrize("n", [1, 10, 400])
+def test_a_floor_from_the_strongest_terms_rows_keeps_the_top_rows(
+    views: dict[str, Index], monkeypatch: pytest.MonkeyPatch, n: int
+) -> None:
+    """A large index takes the one pass's floor from the rows of one strong term (a lower
+    bound of the n-th best sum as the sample's is): the same top rows, filters or not."""
+    monkeypatch.setattr(lexical_pass, "TERM_FLOOR_ROWS", 0)  # these indexes are small
+    monkeypatch.setattr(lexical_topk, "LEAN_POSTINGS", 10**9)
+    floors: list[float | None] = []
+    of_terms = lexical_pass.QueryPass._floor_of_terms
+
+    def seen(self: lexical_pass.QueryPass, n: int) -> float | None:  # called through
+        floors.append(of_terms(self, n))
+        return floors[-1]
+
+    monkeypatch.setattr(lexical_pass.QueryPass, "_floor_of_terms", seen)
+    for index in views.values():
+        view = index.lexical
+        every, common = vocabulary(view)
+        sized = [t for t in every if n <= len(view.score([t], {})[0].nonzero()[0]) <= 8 * n]
+        assert sized, n
+        for terms in ([*common[:20], *sized[:3]], [sized[-1], *common[30:40]], sized[:5]):
+            assert_top_equals_exhaustive(view, terms, {}, n, None, np.arange(3))
+            allowed = np.random.default_rng(n).random(view.n_docs) < 0.5
+            assert_top_equals_exhaustive(view, terms, {terms[0]: 2.0}, n, allowed, np.arange(3))
+    assert any(floor is not None and floor > 0 for floor in floors)  # the terms' floor was used
+
+
 def test_the_race_looks_rows_up_when_few_are_left(
     views: dict[str, Index], monkeypatch: pytest.MonkeyPatch
 ) -> None:
