@@ -106,8 +106,11 @@ def test_a_view_forgets_its_terms_between_searches(
     assert got == expected * 4
 
 
-def answers_of(index: Index, query: str) -> list[tuple[str, float]]:
-    return [(r.id, round(r.score, 6)) for r in index.search(query, k=10, with_text=True)]
+def answers_of(index: Index, query: str) -> list[tuple[str, float, float, float]]:
+    """Each result's id, score, keyword coverage and confidence (threads searching one index
+    read the coverage from the view's buffers or, when another holds them, the postings)."""
+    found = index.search(query, k=10, with_text=True)
+    return [(r.id, round(r.score, 6), r.keyword, r.confidence) for r in found]
 
 
 def test_a_search_drops_its_largest_buffers(make_repo: MakeRepo, tmp_path: Path) -> None:
