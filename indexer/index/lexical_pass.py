@@ -172,8 +172,8 @@ class QueryPass:
 
     def coverage_of(self, seen: np.ndarray) -> np.ndarray:
         """The keyword coverage of `seen` (sorted, distinct rows) from the rows of every
-        posting the pass read (still in `rows`): the idf of each row's terms, added in
-        query-term order (the postings' order), as np.bincount adds the reference's."""
+        posting a pass in query-term order read (still in `rows`): the idf of each row's
+        terms, added in that order (the postings'), as np.bincount adds the reference's."""
         s, rows, parts = self.s, self.rows, self.stream.starts
         n_parts = len(parts) - 1
         if n_parts * (PART_NS + NEEDLE_NS * len(seen)) < FLAG_NS * self.total:

@@ -247,16 +247,11 @@ class TopN(QueryPass):
         return self._exact(cands, seen)
 
     def coverage(self, rows: np.ndarray) -> Result:
-        """No top rows: the coverage of `rows` (sorted) only."""
-        s = self.s
+        """No top rows: the coverage of `rows` (sorted) only, from every posting's row (a lean
+        search: its terms in query order, as `coverage_of` adds them)."""
+        assert self.lean
         self._load(0, len(self.order))
-        s.flags[rows] = True
-        at = s.flags.take(self.rows, out=s.get("c_hit", self.total, bool), mode="clip")
-        s.flags[rows] = False
-        at = at.nonzero()[0]
-        got, place = self.rows.take(at), self.starts.searchsorted(at, side="right") - 1
-        self._keep(got, self.raw.take(at), place)
-        return self._exact(rows[:0], rows)
+        return rows[:0], np.zeros(0, np.float32), rows, self.coverage_of(rows)
 
     # -- exact sums -------------------------------------------------------------------------------
     def _exact(self, cands: np.ndarray, seen: np.ndarray) -> Result:

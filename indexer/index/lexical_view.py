@@ -302,6 +302,7 @@ class LexicalView:
                 query,
                 scratch if owned else Scratch(scratch.n_rows),
                 eligible,
+                lean=n <= 0,  # a coverage look-up reads every posting in query order
             )
             cands, scores, seen, seen_coverage = (
                 search.run(n, also_rows) if n > 0 else search.coverage(also_rows)
