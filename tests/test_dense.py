@@ -297,6 +297,7 @@ def test_a_long_lived_process_keeps_no_codes_resident(
     monkeypatch.setenv("INDEXER_DENSE_CANDIDATES", "2")
     # several windows in a small index, and rows across two of them (read on their own)
     monkeypatch.setattr(dense_view, "_WINDOW_BYTES", 64 * 256)
+    monkeypatch.setattr(dense_view, "_RESIDENT_BYTES", 0)  # (small codes stay mapped: below)
     repo = make_repo(many_functions())
     build_index(repo, index_dir=tmp_path / "idx", progress=False)
     mapped = Index(current_generation(tmp_path / "idx"))
@@ -320,6 +321,34 @@ def test_a_long_lived_process_keeps_no_codes_resident(
         assert resident_kb(codes) > 0
         mapped.dense.search(queries[0], 10)
         assert resident_kb(codes) == 0  # ...until a search has read its rows through it
+
+
+def test_small_codes_stay_mapped_with_the_same_neighbours(
+    make_repo: MakeRepo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Up to _RESIDENT_BYTES of 8-bit codes in all, a long-lived process keeps the pages its
+    searches read (no window dropped, none faulted back): the neighbours and similarities of
+    a process that drops them, and of a one-shot one."""
+    repo = make_repo(many_functions())
+    build_index(repo, index_dir=tmp_path / "idx", progress=False)
+    kept = Index(current_generation(tmp_path / "idx"))
+    monkeypatch.setattr(dense_view, "_RESIDENT_BYTES", 0)
+    dropped = Index(current_generation(tmp_path / "idx"))
+    shot = Index(current_generation(tmp_path / "idx"))
+    shot.one_shot = True
+    texts = ("open a tcp connection with retries", "sum of items", "value returned")
+    for text in texts:
+        query = kept.vectors.embed(text)
+        monkeypatch.setattr(dense_view, "_RESIDENT_BYTES", 16 << 20)
+        sims, rows = kept.dense.search(query, 10)
+        monkeypatch.setattr(dense_view, "_RESIDENT_BYTES", 0)
+        for other in (dropped, shot):
+            got_sims, got_rows = other.dense.search(query, 10)
+            np.testing.assert_array_equal(got_sims, sims)
+            np.testing.assert_array_equal(got_rows, rows)
+    if Path("/proc/self/smaps").exists():
+        assert resident_kb(kept.space.segments[0].dense.codes) > 0
+        assert resident_kb(dropped.space.segments[0].dense.codes) == 0
 
 
 def test_bad_dense_settings_are_one_line_errors(

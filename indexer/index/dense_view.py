@@ -39,6 +39,11 @@ DEFAULT_CANDIDATE_FACTOR = 3
 # (DenseIndex.huge_pages), the windows aligned to the file's 2 MB boundaries: what a long-lived
 # process holds of them at most, in the middle of a query.
 _WINDOW_BYTES = 2 << 20
+# Up to this many bytes of 8-bit codes in all (65k rows at 256 dimensions), a long-lived
+# process keeps the pages it read mapped instead: the whole of them costs it no more than a
+# few windows, and a search then neither drops windows nor faults them back (sympy, 38k rows:
+# five windows a question, ~0.06 ms warm, ~0.09 with caches cold).
+_RESIDENT_BYTES = 16 << 20
 
 
 def candidate_factor() -> int:
@@ -169,9 +174,13 @@ class DenseView:
         return sims[best], rows[best]
 
     @cached_property
+    def _codes_bytes(self) -> int:
+        return sum(d.n_rows * d.dim for d, _ in self.parts)
+
+    @cached_property
     def _codes_mapped(self) -> bool:
         limit = mapped_codes_max()
-        return limit is None or sum(d.n_rows * d.dim for d, _ in self.parts) <= limit
+        return limit is None or self._codes_bytes <= limit
 
     def reconstruct(self, rows: np.ndarray) -> np.ndarray:
         """Stored (decoded) vectors of global rows."""
@@ -197,10 +206,14 @@ class DenseView:
             # scattered, and the 64 KB the kernel maps around each would otherwise keep nearly
             # every code resident (40 MB at 163k chunks). Faulting them back costs ~0.15 ms a
             # query in a tight loop, 1-5 % of warm p50 in the bench (docs/benchmarks.md).
+            resident = self._codes_bytes <= _RESIDENT_BYTES
             for i, (dense, _) in enumerate(self.parts):
                 dense.huge_pages()
                 mine = order[part[order] == i]  # sorted by row
                 local = cats[mine]
+                if resident:  # (small codes: kept mapped, _RESIDENT_BYTES)
+                    out[mine] = dense.codes.take(local, axis=0)
+                    continue
                 start = dense.codes_offset + local * width
                 window = start // _WINDOW_BYTES
                 across = (start + width - 1) // _WINDOW_BYTES != window

@@ -151,8 +151,9 @@ def candidate_similarities(
     similarity = np.full(len(rows), np.nan, dtype=np.float32)
     if len(top_dense):
         order = np.argsort(top_dense)
-        pos = np.clip(np.searchsorted(top_dense, rows, sorter=order), 0, len(order) - 1)
-        known = top_dense[order[pos]] == rows
+        ordered = top_dense[order]  # (searchsorted's `sorter` is slower than this copy)
+        pos = np.minimum(ordered.searchsorted(rows), len(order) - 1)
+        known = ordered[pos] == rows
         similarity[known] = dense_sims[order[pos[known]]]
     return similarity
 
