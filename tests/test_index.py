@@ -134,3 +134,29 @@ def test_artifacts_live_in_the_git_dir_and_keep_git_status_clean(built: Path) ->
 def test_empty_query_is_an_error(built: Path) -> None:
     with pytest.raises(IndexerError, match="empty"):
         Index.open(built).search("   ")
+
+
+def test_stored_records_decode_as_the_chunks_they_describe(built: Path) -> None:
+    """`Chunk.from_record` (a search decodes each result's record with it) gives what
+    `Chunk(**record, text=...)` gives, fields in the same order, for every row of a real index;
+    a notebook cell's record keeps its cell, and a record of other fields is refused."""
+    from indexer.source.chunks import Chunk
+
+    index = Index.open(built)
+    assert len(index) > 10
+    for row in range(len(index)):
+        segment, local = index.space.locate(row)
+        line = segment.meta_bytes(local, local + 1)
+        for with_text in (False, True):
+            chunk = index.chunk_at(row, with_text=with_text)
+            expected = Chunk(**json.loads(line), text=chunk.text)
+            assert chunk == expected and hash(chunk) == hash(expected)
+            assert list(chunk.to_dict().items()) == list(expected.to_dict().items())
+        assert index.chunk_at(row, with_text=True).text  # the text is read where asked
+    record = json.loads(line) | {"kind": "cell", "cell": 3}
+    cell = Chunk.from_record(json.dumps(record).encode(), "x = 1")
+    assert cell == Chunk(**record, text="x = 1") and cell.to_dict()["cell"] == 3
+    assert list(cell.to_dict()) == list(Chunk(**record, text="x = 1").to_dict())
+    for bad in (b"[1, 2]", json.dumps(record | {"extra": 1}).encode(), b'{"id": "a"}'):
+        with pytest.raises(TypeError):
+            Chunk.from_record(bad, "")

@@ -8,7 +8,6 @@ out; `indexer.api.Index` adds searching, status and the graph commands on top.
 
 from __future__ import annotations
 
-import json
 import re
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
@@ -166,13 +165,13 @@ class GenerationView:
         if not with_text:  # the metadata's own digest: no text to decompress
             if meta_sum(line) != int(segment.row_meta_sums[local]):
                 raise CorruptIndexError(f"chunk {row} of the index is damaged; {REBUILD}")
-            chunk = self._records[row] = Chunk(**json.loads(line), text="")
+            chunk = self._records[row] = Chunk.from_record(line, "")
             if len(self._records) > RECORD_CACHE:
                 self._records.popitem(last=False)
             return chunk
         raw = segment.text_bytes(local, local + 1)
         check_chunk(segment.row_sums, local, line, raw)  # never serve damaged text or metadata
-        return Chunk(**json.loads(line), text=raw.decode("utf-8"))
+        return Chunk.from_record(line, raw.decode("utf-8"))
 
     def row_of(self, chunk_id: str) -> int:
         if not re.fullmatch(r"[0-9a-f]{16}", chunk_id):
