@@ -27,17 +27,27 @@ class FileValues:
         return out
 
 
+def stable_order(values: np.ndarray) -> np.ndarray:
+    """np.argsort(values, kind="stable") of non-negative integers (file ids, rows, positions),
+    the same permutation: as 16-bit keys when they fit, which numpy sorts by radix in one pass
+    (a search's ~800 file ids: 9 against 14 us, five such sorts a search)."""
+    if len(values) and int(values.max()) < 1 << 16:
+        values = values.astype(np.uint16)  # (non-negative: ids and positions)
+    order: np.ndarray = values.argsort(kind="stable")
+    return order
+
+
 def unique_inverse(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """np.unique(values, return_inverse=True) for a small integer array."""
+    """np.unique(values, return_inverse=True) for a small non-negative integer array."""
     unique, _, inverse = unique_first_inverse(values)
     return unique, inverse
 
 
 def unique_first_inverse(values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """np.unique(values, return_index=True, return_inverse=True), the same arrays, for a small
-    integer array: ~10x faster (np.unique's overhead is most of its cost for a few hundred
-    values) and without importing numpy.ma, which np.unique does (a cold search's cost)."""
-    order = np.argsort(values, kind="stable")
+    non-negative integer array: ~10x faster (np.unique's overhead is most of its cost for a few
+    hundred values) and without importing numpy.ma, which np.unique does (a cold search's cost)."""
+    order = stable_order(values)
     ordered = values[order]
     first = np.ones(len(values), dtype=bool)
     if len(values):

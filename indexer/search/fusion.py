@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import IndexerError
-from .arrays import unique_first_inverse
+from .arrays import stable_order, unique_first_inverse
 
 DEFAULTS: dict[str, Any] = {
     "version": 1,
@@ -174,7 +174,7 @@ def rrf(rank_lists: list[tuple[np.ndarray, float]], k: float) -> tuple[np.ndarra
     unique, first, inverse = unique_first_inverse(all_rows)
     # bincount adds in input order, as a running sum per row would.
     sums = np.bincount(inverse, weights=contrib, minlength=len(unique))
-    order = np.argsort(first, kind="stable")
+    order = stable_order(first)
     return unique[order], sums[order]
 
 

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .arrays import stable_order
 from .fusion import confidence, recency_score, rrf
 from .rerank import file_evidence, rerank, saturate
 
@@ -150,7 +151,7 @@ def candidate_similarities(
         return np.zeros(len(rows), dtype=np.float32)
     similarity = np.full(len(rows), np.nan, dtype=np.float32)
     if len(top_dense):
-        order = np.argsort(top_dense)
+        order = stable_order(top_dense)  # (distinct rows: any sort gives this order)
         ordered = top_dense[order]  # (searchsorted's `sorter` is slower than this copy)
         pos = np.minimum(ordered.searchsorted(rows), len(order) - 1)
         known = ordered[pos] == rows

@@ -20,7 +20,7 @@ from ..source.pathclass import (
     FLAG_VENDORED,
     directory_flags,
 )
-from .arrays import member, unique_inverse
+from .arrays import member, stable_order, unique_inverse
 from .path_names import (
     PathWords,
     compound_key,
@@ -219,6 +219,21 @@ def data_demotion(index: Index, q: Query, files: np.ndarray, flags: np.ndarray) 
     return out
 
 
+_COHERENCE_TOP = 50  # the fused list's best rows that count for file coherence
+_LOG1P = np.asarray([math.log1p(n) for n in range(_COHERENCE_TOP)], dtype=np.float64)
+
+
+def best_positions(scores: np.ndarray, n: int) -> np.ndarray:
+    """Positions of the n best scores (a set, in no order), ties at the n-th best taken by
+    lower position: a partition, not a sort of every candidate (~700: 35 against ~10 us)."""
+    if len(scores) <= n:
+        return np.arange(len(scores))
+    nth = np.partition(scores, len(scores) - n)[len(scores) - n]
+    above = np.flatnonzero(scores > nth)
+    tied = np.flatnonzero(scores == nth)[: n - len(above)]
+    return np.concatenate([above, tied])
+
+
 def rerank(index: Index, q: Query, rows: np.ndarray, scores: np.ndarray) -> np.ndarray:
     """Code-aware multipliers: definitions named by the query, path matches, file coherence,
     and demotion of tests/examples/docs/vendored/generated code unless the query asks."""
@@ -230,7 +245,7 @@ def rerank(index: Index, q: Query, rows: np.ndarray, scores: np.ndarray) -> np.n
     asked = asked_flags(q.ask_terms - index.project_terms - compound_words(index, q, files, flags))
     out = scores.copy()
     # File coherence: how many candidates share the file (top of the fused list only).
-    top = np.argsort(-scores)[:50]
+    top = best_positions(scores, _COHERENCE_TOP)
     # Per-file factors once per file, not once per candidate.
     unique, inverse = unique_inverse(files)
     unique_files = unique.tolist()
@@ -262,8 +277,7 @@ def rerank(index: Index, q: Query, rows: np.ndarray, scores: np.ndarray) -> np.n
     if w["coherence"]:
         # How many candidates share the file (top of the fused list only).
         shared = np.bincount(inverse[top], minlength=len(unique_files))
-        log1p = np.asarray([math.log1p(n) for n in range(len(top))], dtype=np.float64)
-        factor *= 1.0 + w["coherence"] * log1p[np.maximum(shared - 1, 0)]
+        factor *= 1.0 + w["coherence"] * _LOG1P[np.maximum(shared - 1, 0)]
     flags = corrected_flags(index, files, flags)
     bad_rows = (flags & ~np.uint8((asked | FLAG_DATA) & 0xFF)) != 0
     out *= factor[inverse]
@@ -328,7 +342,7 @@ def saturate(
         return rows, scores, similarity
     files = index._chunk_file[rows]
     # n: how many earlier candidates share the candidate's file.
-    by_file = np.argsort(files, kind="stable")
+    by_file = stable_order(files)
     grouped = files[by_file]
     starts = np.flatnonzero(np.r_[True, grouped[1:] != grouped[:-1]]) if len(rows) else by_file
     n = np.empty(len(rows), dtype=np.int64)
