@@ -160,3 +160,24 @@ def test_stored_records_decode_as_the_chunks_they_describe(built: Path) -> None:
     for bad in (b"[1, 2]", json.dumps(record | {"extra": 1}).encode(), b'{"id": "a"}'):
         with pytest.raises(TypeError):
             Chunk.from_record(bad, "")
+
+
+def test_saturation_of_the_head_alone_is_the_head_of_the_whole(built: Path) -> None:
+    """`saturate(..., head=h)` (a search returns k rows: a partition, then a sort of k) gives
+    the first h rows of the whole saturated order, ties in fused order, with their values."""
+    import numpy as np
+
+    from indexer.search.rerank import saturate
+
+    index = Index.open(built)
+    rng = np.random.default_rng(7)
+    rows = np.arange(len(index), dtype=np.int64)
+    for _ in range(50):
+        scores = rng.integers(1, 6, len(rows)).astype(np.float64) / 5  # many ties
+        order = np.argsort(-scores, kind="stable")
+        ranked = rows[order], scores[order], rng.random(len(rows)).astype(np.float32)
+        whole = saturate(index, *ranked)
+        for head in (1, 3, 10, len(rows) - 1, len(rows), len(rows) + 5):
+            got = saturate(index, *ranked, head=head)
+            for part, full in zip(got, whole, strict=True):
+                assert part.tolist() == full[:head].tolist()

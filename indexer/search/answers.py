@@ -143,13 +143,17 @@ def _first_part_if_tail(index: Any, row: int) -> int:
     keys = columns.symbol_keys(same_kind)
     if keys is not None:  # parts of one definition share its symbol: read only the key hits
         same_kind = same_kind[keys == symbol_key(chunk.symbol.lower())]
+        others = same_kind.tolist()  # (nearly all have the symbol: their records decide)
+    else:  # a one-shot process: the file's symbols narrow the records to decode
+        symbols = columns.symbols.take(same_kind)
+        others = [o for o, s in zip(same_kind.tolist(), symbols, strict=True) if s == chunk.symbol]
     first = row
     first_start = chunk.start_line
-    for other, symbol in zip(same_kind.tolist(), columns.symbols.take(same_kind), strict=True):
-        if other == row or symbol != chunk.symbol:
+    for other in others:
+        if other == row:
             continue
         c = index.chunk_at(other, with_text=False)
-        if c.qualname == chunk.qualname and c.start_line < first_start:
+        if c.symbol == chunk.symbol and c.qualname == chunk.qualname and c.start_line < first_start:
             first, first_start = int(other), c.start_line
     if first == row:
         return row

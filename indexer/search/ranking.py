@@ -89,9 +89,19 @@ def rank(
     scores = file_evidence(index, rows, rerank(index, q, rows, scores))
     order = np.argsort(-scores, kind="stable")
     rows, scores, similarity = rows[order], scores[order], similarity[order]
-    rows, scores, similarity = saturate(index, rows, scores, similarity)
     graph_cfg = cfg["graph"]
-    if graph_cfg["expand"] or graph_cfg["ppr"] or graph_cfg["file_boost"]:
+    graphed = graph_cfg["expand"] or graph_cfg["ppr"] or graph_cfg["file_boost"]
+    rule = cfg["threshold"]
+    # Only the first k rows are returned unless the graph reorders, a filter drops or a
+    # relative cut compares rows below them: then the rest need no order (nor confidence).
+    head = (
+        k if not (graphed or allowed is not None or (cut and float(rule["relative"]) > 0)) else None
+    )
+    # The best similarity any candidate has (the cut below tests it): the rows beyond the head
+    # count with the similarities known now; a row whose similarity is read later is in it.
+    known_best = float(np.fmax.reduce(similarity, initial=0.0)) if head is not None else 0.0
+    rows, scores, similarity = saturate(index, rows, scores, similarity, head)
+    if graphed:
         from ..index.graph.rank import graph_rerank  # only when enabled: the graph costs a resolve
 
         read_similarities(index, rows, similarity, qvec, len(rows))
@@ -102,7 +112,6 @@ def rank(
         if not len(rows):
             return []
 
-    rule = cfg["threshold"]
     # Only the rows returned need their similarity and keyword coverage (the others' count
     # as 0: nothing reads them), unless a relative cut compares them all.
     needed = len(rows) if cut and float(rule["relative"]) > 0 else k
@@ -117,7 +126,7 @@ def rank(
     conf = confidence(similarity, keyword, recency, cfg)
     if cut:
         if (
-            float(similarity.max(initial=0)) < rule["min_similarity"]
+            max(float(similarity.max(initial=0)), known_best) < rule["min_similarity"]
             and len(top_bm25) + len(exact) == 0
         ):
             return []

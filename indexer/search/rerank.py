@@ -334,9 +334,14 @@ _DEFINITION_KINDS = frozenset({"function", "method", "class"})
 
 
 def saturate(
-    index: Index, rows: np.ndarray, scores: np.ndarray, similarity: np.ndarray
+    index: Index,
+    rows: np.ndarray,
+    scores: np.ndarray,
+    similarity: np.ndarray,
+    head: int | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The j-th chunk of a file in the ranking is multiplied by saturation**j."""
+    """The j-th chunk of a file in the ranking is multiplied by saturation**j; `head`: only the
+    first `head` rows of the new order are returned (what a stable sort's first rows are)."""
     factor = float(index.fusion["rerank"]["saturation"])
     if factor >= 1.0:
         return rows, scores, similarity
@@ -349,5 +354,9 @@ def saturate(
     n[by_file] = np.arange(len(rows)) - np.repeat(starts, np.diff(np.r_[starts, len(rows)]))
     powers = np.asarray([factor**j for j in range(int(n.max(initial=0)) + 1)], dtype=np.float64)
     adjusted = np.asarray(scores * powers[n], dtype=scores.dtype)
-    order = np.argsort(-adjusted, kind="stable")
+    if head is not None and head < len(rows):  # a partition, then a sort of the head alone
+        best = best_positions(adjusted, head)
+        order = best[np.lexsort((best, -adjusted[best]))]
+    else:
+        order = np.argsort(-adjusted, kind="stable")
     return rows[order], adjusted[order], similarity[order]
