@@ -54,7 +54,7 @@ def test_a_long_lived_process_keeps_no_lookup_pages(make_repo: MakeRepo, tmp_pat
     (segment,) = served.space.segments
     symbols = segment.symbols
     for _ in range(50):
-        served.search("format money", k=10)  # a question: a few symbols read a search
+        served.search("format_money", k=10)  # a symbol: its candidates' symbols are read
         if symbols.reads == 0:  # dropped at the end of this search
             break
     else:

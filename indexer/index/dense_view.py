@@ -100,7 +100,10 @@ class FastScan:
             q = np.ascontiguousarray(np.asarray(query, dtype=np.float32)[self.order][None])
             _, found = self.index.search(q, 2 * count)
             rows = found[0][(found[0] >= 0) & (found[0] < self.n)]
-        return dense_pq.top(dense_pq.scores(self.codes.take(rows, axis=0).T, lut), rows, count)[1]
+        # The rows' codes as one contiguous block of table indices: each byte position's
+        # gather then reads a contiguous run (the transposed view's strided rows cost ~20 %).
+        packed = np.ascontiguousarray(self.codes.take(rows, axis=0).T, dtype=np.intp)
+        return dense_pq.top(dense_pq.scores(packed, lut), rows, count)[1]
 
 
 class DenseView:

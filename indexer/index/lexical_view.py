@@ -90,7 +90,7 @@ class LexicalHits:
     def coverage(self, rows: np.ndarray) -> np.ndarray:
         """Idf-weighted fraction of the query's terms each row has (LexicalView.score's)."""
         rows = np.asarray(rows, dtype=np.int64)
-        pos = np.clip(np.searchsorted(self.seen, rows), 0, max(len(self.seen) - 1, 0))
+        pos = np.minimum(self.seen.searchsorted(rows), max(len(self.seen) - 1, 0))  # (>= 0)
         known = self.seen[pos] == rows if len(self.seen) else np.zeros(len(rows), dtype=bool)
         if known.all():
             return self.seen_coverage[pos]

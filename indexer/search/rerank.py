@@ -333,6 +333,18 @@ _MODULE_KINDS = frozenset({"module", "cell"})
 _DEFINITION_KINDS = frozenset({"function", "method", "class"})
 
 
+_POWERS: dict[float, np.ndarray] = {}
+
+
+def _powers(factor: float, count: int) -> np.ndarray:
+    """factor**j for j < count (Python's own powers, as a list of them gave), kept per factor."""
+    table = _POWERS.get(factor)
+    if table is None or len(table) < count:
+        table = np.asarray([factor**j for j in range(max(count, 64))], dtype=np.float64)
+        _POWERS[factor] = table
+    return table[:count]
+
+
 def saturate(
     index: Index,
     rows: np.ndarray,
@@ -349,10 +361,12 @@ def saturate(
     # n: how many earlier candidates share the candidate's file.
     by_file = stable_order(files)
     grouped = files[by_file]
-    starts = np.flatnonzero(np.r_[True, grouped[1:] != grouped[:-1]]) if len(rows) else by_file
+    first = np.ones(len(rows), dtype=bool)  # where each file's run starts in `grouped`
+    np.not_equal(grouped[1:], grouped[:-1], out=first[1:])
+    starts = np.flatnonzero(first)
     n = np.empty(len(rows), dtype=np.int64)
-    n[by_file] = np.arange(len(rows)) - np.repeat(starts, np.diff(np.r_[starts, len(rows)]))
-    powers = np.asarray([factor**j for j in range(int(n.max(initial=0)) + 1)], dtype=np.float64)
+    n[by_file] = np.arange(len(rows)) - np.repeat(starts, np.diff(starts, append=len(rows)))
+    powers = _powers(factor, int(n.max(initial=0)) + 1)
     adjusted = np.asarray(scores * powers[n], dtype=scores.dtype)
     if head is not None and head < len(rows):  # a partition, then a sort of the head alone
         best = best_positions(adjusted, head)
