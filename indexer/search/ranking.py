@@ -92,11 +92,10 @@ def rank(
     graph_cfg = cfg["graph"]
     graphed = graph_cfg["expand"] or graph_cfg["ppr"] or graph_cfg["file_boost"]
     rule = cfg["threshold"]
+    relative_cut = cut and float(rule["relative"]) > 0
     # Only the first k rows are returned unless the graph reorders, a filter drops or a
     # relative cut compares rows below them: then the rest need no order (nor confidence).
-    head = (
-        k if not (graphed or allowed is not None or (cut and float(rule["relative"]) > 0)) else None
-    )
+    head = None if graphed or allowed is not None or relative_cut else k
     # The best similarity any candidate has (the cut below tests it): the rows beyond the head
     # count with the similarities known now; a row whose similarity is read later is in it.
     known_best = float(np.fmax.reduce(similarity, initial=0.0)) if head is not None else 0.0
@@ -114,7 +113,7 @@ def rank(
 
     # Only the rows returned need their similarity and keyword coverage (the others' count
     # as 0: nothing reads them), unless a relative cut compares them all.
-    needed = len(rows) if cut and float(rule["relative"]) > 0 else k
+    needed = len(rows) if relative_cut else k
     read_similarities(index, rows, similarity, qvec, needed)
     keyword = np.zeros(len(rows), dtype=np.float32)
     keyword[:needed] = bm25.coverage(rows[:needed])

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..index.dense_pq import top
 from ..index.row_columns import part_bits, symbol_key
 from ..index.tokens import split_identifier
 from ..source.languages import PLAIN_TEXT, detect_language
@@ -225,13 +226,9 @@ _LOG1P = np.asarray([math.log1p(n) for n in range(_COHERENCE_TOP)], dtype=np.flo
 
 def best_positions(scores: np.ndarray, n: int) -> np.ndarray:
     """Positions of the n best scores (a set, in no order), ties at the n-th best taken by
-    lower position: a partition, not a sort of every candidate (~700: 35 against ~10 us)."""
-    if len(scores) <= n:
-        return np.arange(len(scores))
-    nth = np.partition(scores, len(scores) - n)[len(scores) - n]
-    above = np.flatnonzero(scores > nth)
-    tied = np.flatnonzero(scores == nth)[: n - len(above)]
-    return np.concatenate([above, tied])
+    lower position: a partition (dense_pq.top), not a sort of every candidate (~700: 35
+    against ~10 us)."""
+    return top(scores, np.arange(len(scores)), n)[1]
 
 
 def rerank(index: Index, q: Query, rows: np.ndarray, scores: np.ndarray) -> np.ndarray:
