@@ -69,12 +69,21 @@ def test_a_long_lived_process_keeps_no_lookup_pages(make_repo: MakeRepo, tmp_pat
     assert resident_kb(segment.postings[0]) > 0
 
 
-def test_digests_are_read_row_by_row(make_repo: MakeRepo, tmp_path: Path) -> None:
+def test_digests_are_read_row_by_row_or_held(make_repo: MakeRepo, tmp_path: Path) -> None:
     build_index(make_repo(many_functions(files=3)), index_dir=tmp_path / "idx", progress=False)
     index = Index(current_generation(tmp_path / "idx"))
     segment = index.space.segments[0]
     stored = segment.row_sums
-    assert isinstance(stored, StoredInts) and isinstance(segment.row_meta_sums, StoredInts)
+    assert isinstance(stored, StoredInts)
+    # A process that searches again and again holds the metadata digests (a search checks a
+    # dozen records); one answering a single command reads them row by row too.
+    held = np.load(segment.directory / "meta_sums.npy")
+    assert np.array_equal(segment.row_meta_sums, held)
+    once = Index(current_generation(tmp_path / "idx"))
+    once.one_shot = True
+    once_meta = once.space.segments[0].row_meta_sums
+    assert isinstance(once_meta, StoredInts)
+    assert [once_meta[i] for i in range(len(once_meta))] == held.tolist()
     whole = np.load(segment.directory / "chunk_sums.npy")
     assert [stored[i] for i in range(len(stored))] == whole.tolist()
     with pytest.raises(IndexError):

@@ -79,6 +79,8 @@ class GenerationView:
         space = corrupt_as_error(open_space)(self._parts, self._overlay)
         if not self.one_shot:  # many queries: decode the paths once, not per access
             space.paths = list(space.paths)
+            for segment in space.segments:
+                corrupt_as_error(segment.hold_meta_sums)()
         return space
 
     @cached_property
