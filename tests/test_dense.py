@@ -104,21 +104,50 @@ def test_compact_codes_are_the_nearest_centroids(table: StaticVectors) -> None:
     np.testing.assert_array_equal(np.concatenate(pieces, axis=1), packed)
 
 
-def test_compact_scores_are_inner_products_with_the_centroids(table: StaticVectors) -> None:
-    """A row's score is the query's inner product with the centroids its code names (what
-    FAISS's IndexPQ computes), and does not depend on which other rows are scored."""
+def test_compact_scores_are_quantized_inner_products_with_the_centroids(
+    table: StaticVectors,
+) -> None:
+    """A row's score is the sum of its groups' levels: the query's inner product with the
+    centroids its code names (what FAISS's IndexPQ computes) to within the quantization, and
+    it does not depend on which other rows are scored."""
     assert table.pq_centroids is not None
     x = chunk_like(table, 500, seed=2)
     packed = dense_pq.encode(
         encode(x, table.quantizer_ranges()), table.quantizer_ranges(), table.pq_centroids
     )
     query = chunk_like(table, 1, seed=3)[0]
-    lut = dense_pq.tables(query, table.pq_centroids)
-    scores = dense_pq.scores(packed, lut)
+    tables = dense_pq.tables(query, table.pq_centroids)
+    scores = dense_pq.scores(packed, tables.lut)
+    assert scores.dtype == np.uint16 and scores.max() <= 255 * len(tables.levels)
     expected = dense_pq.decode(packed, table.pq_centroids) @ query
-    np.testing.assert_allclose(scores, expected, atol=1e-5)
+    # each group's level is its value rounded: half a level each at most
+    limit = 0.5 * len(tables.levels) / tables.scale + 1e-5
+    assert np.abs(tables.bias + scores / tables.scale - expected).max() <= limit
     some = np.array([7, 3, 499, 3])
-    np.testing.assert_array_equal(dense_pq.scores(packed[:, some], lut), scores[some])
+    np.testing.assert_array_equal(dense_pq.scores(packed[:, some], tables.lut), scores[some])
+
+
+def test_query_levels_are_faiss_quantized_lookup_tables(table: StaticVectors) -> None:
+    """The levels are the lookup table FAISS's fast scan quantizes from the same inner products
+    (the long-lived process reads its scores back from FAISS's distances)."""
+    assert table.pq_centroids is not None
+    groups = table.pq_centroids.shape[0]
+    fast = FastScan(0, table.pq_centroids, iter(()))
+    for query in chunk_like(table, 20, seed=9):
+        tables = dense_pq.tables(query, table.pq_centroids)
+        faiss.copy_array_to_vector(tables.groups.ravel(), fast.index.pq.centroids)
+        lut = np.zeros(fast.index.M2 * 16, dtype=np.uint8)
+        bounds = np.zeros(2, dtype=np.float32)
+        ones = np.ones((1, groups), dtype=np.float32)
+        fast.index.compute_quantized_LUT(
+            1,
+            faiss.swig_ptr(ones),
+            faiss.swig_ptr(lut),
+            faiss.swig_ptr(bounds),
+            faiss.FastScanDistancePostProcessing(),
+        )
+        np.testing.assert_array_equal(lut[: groups * 16].reshape(groups, 16), tables.levels)
+        assert bounds.tolist() == pytest.approx([tables.scale, tables.bias], rel=1e-6)
 
 
 def test_top_breaks_ties_by_row() -> None:
@@ -209,9 +238,9 @@ def test_writing_a_segment_does_not_import_faiss(tmp_path: Path) -> None:
 
 
 def test_fast_scan_and_numpy_scan_choose_the_same_candidates(table: StaticVectors) -> None:
-    """The long-lived process's candidates (FAISS fast scan, rescored) are the one-shot numpy
-    scan's (which scores this many rows in two threads), and ranked by their 8-bit codes they
-    hold nearly all of the exact top rows."""
+    """The long-lived process's candidates (FAISS fast scan, its scores read back) are the
+    one-shot numpy scan's, and ranked by their 8-bit codes they hold nearly all of the exact
+    top rows."""
     assert table.pq_centroids is not None
     n, count, k = 40000, 1000, 200
     x = chunk_like(table, n, seed=6)
@@ -225,16 +254,35 @@ def test_fast_scan_and_numpy_scan_choose_the_same_candidates(table: StaticVector
     fast = FastScan(n, codec.centroids, iter(halves))
     recall = []
     for query in chunk_like(table, 12, seed=7):
-        lut = dense_pq.tables(query, table.pq_centroids)
-        mine = candidates([(dense, 0)], lut, count)
+        tables = dense_pq.tables(query, table.pq_centroids)
+        mine = candidates([(dense, 0)], tables.lut, count)
         assert len(mine) == count
-        whole = dense_pq.scores(dense.compact, lut)
+        whole = dense_pq.scores(dense.compact, tables.lut)
         assert set(mine.tolist()) == set(dense_pq.top(whole, np.arange(n), count)[1].tolist())
-        np.testing.assert_array_equal(np.sort(fast.candidates(query, lut, count)), np.sort(mine))
+        np.testing.assert_array_equal(np.sort(fast.candidates(tables, count)), np.sort(mine))
         exact = similarities(dense.codes, codec.ranges, query)
         best = mine[np.argsort(-exact[mine], kind="stable")[:k]]
         recall.append(len(np.intersect1d(best, np.argsort(-exact, kind="stable")[:k])) / k)
     assert np.mean(recall) > 0.8, recall  # random bags of words: harder than real chunks
+
+
+def test_fast_scan_asks_again_when_ties_run_past_its_margin(table: StaticVectors) -> None:
+    """Rows tied with the last candidate, more than FAISS was asked for beyond the count: the
+    candidates are still the lowest tied rows, as the numpy scan picks them."""
+    assert table.pq_centroids is not None
+    codec = Codec(table.quantizer_ranges(), table.pq_centroids)
+    distinct = DenseIndex.build(chunk_like(table, 40, seed=10), codec).compact
+    assert distinct is not None
+    # ties past the margin (FAISS asked again); every row tied (all of them scored)
+    for codes, copies in ((distinct, 300), (distinct[:, :1], 5000)):
+        compact = np.repeat(codes, copies, axis=1)  # each code `copies` times in a row
+        n = compact.shape[1]
+        fast = FastScan(n, codec.centroids, iter([(slice(0, n), compact)]))
+        for query in chunk_like(table, 4, seed=11):
+            tables = dense_pq.tables(query, table.pq_centroids)
+            whole = dense_pq.scores(compact, tables.lut)
+            expected = np.sort(dense_pq.top(whole, np.arange(n), 1000)[1])
+            np.testing.assert_array_equal(np.sort(fast.candidates(tables, 1000)), expected)
 
 
 def many_functions(files: int = 40, per_file: int = 8) -> dict[str, str | bytes]:

@@ -4,9 +4,10 @@
 and laying every live row's compact codes out for its fast scan cost more than scoring the
 memory-mapped compact codes with numpy, 32 table lookups a row, one byte position at a time
 (indexer/index/dense_pq.py `scores`; ~4x faster than the 8-bit codes' matrix product this
-replaced). The scores are the very floats the long-lived process computes for FAISS's
-candidates, and the same (score, row) order picks the candidates: both paths rank the same
-rows by their 8-bit codes (tests/test_dense.py compares them).
+replaced). The scores are the integers FAISS's fast scan sums in the long-lived process (the
+query's quantized levels, dense_pq.tables), and the same (score, row) order picks the
+candidates: both paths rank the same rows by their 8-bit codes (tests/test_dense.py compares
+them).
 
 One thread scans every part: a second thread scoring half of the rows (fourteenth pass) made
 a new process slower (its allocations come from a fresh malloc arena, every page a fault: on

@@ -13,13 +13,17 @@ byte-identical to a full build.
 Encoding is exact integer arithmetic in float64 (weights scaled to 40-bit integers, codes
 0..255), so the result does not depend on BLAS's summation order or on how rows are batched,
 and it is the true nearest centroid of the decoded vector except for ties closer than ~1e-12.
-Scoring a query against compact codes is a lookup table of 256 entries per byte
-(`tables`), summed byte by byte in a fixed order (`scores`): the one-shot numpy scan and the
-long-lived process's rescoring of FAISS's fast-scan candidates give the same floats.
+Scoring a query against compact codes (`tables`) quantizes its inner products with the
+centroids to integer levels exactly as FAISS's fast scan quantizes its lookup tables (0..255 a
+group, one scale for all: `round_uint8_per_column`), and a row's score is the sum of its
+groups' levels: an integer, the same in any order, in a numpy scan (`scores`, a table of 256
+entries per byte) and in FAISS's SIMD scan of the long-lived process, which then needs no
+rescoring (indexer/index/dense_view.py).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import cache
 
 import numpy as np
@@ -96,22 +100,45 @@ def decode(packed: np.ndarray, centroids: np.ndarray) -> np.ndarray:
     return out
 
 
-def tables(query: np.ndarray, centroids: np.ndarray) -> np.ndarray:
-    """(dim / 8, 256) float32: entry [b, v] is the query's inner product with the centroids
-    that byte value v of byte position b stands for."""
+@dataclass(frozen=True)
+class QueryTables:
+    """One query's tables over the compact codes."""
+
+    groups: np.ndarray  # (dim / 4, 16) float32: inner product with each group's centroids
+    levels: np.ndarray  # (dim / 4, 16) uint16: `groups` quantized (FAISS's arithmetic)
+    scale: float  # a level is (value - its group's least) * scale, rounded
+    bias: float  # the groups' least values summed: a row's product ~ bias + score / scale
+    lut: np.ndarray  # (dim / 8, 256) uint16: entry [b, v] sums the levels byte value v of
+    # byte position b stands for (its groups 2b and 2b + 1)
+
+
+def tables(query: np.ndarray, centroids: np.ndarray) -> QueryTables:
+    """The query's inner products with the centroids, quantized as FAISS's fast scan
+    quantizes them (`IndexFastScan::compute_quantized_LUT`, `round_uint8_per_column`: each
+    group's least value subtracted, one scale for every group so that the widest spans 255
+    levels, float32, rounded half up in double precision); tests/test_dense.py checks the
+    levels against FAISS's own."""
     groups = centroids.shape[0]
     q = np.asarray(query, dtype=np.float32)[subspace_order(groups * SUB_DIMS)]
     per_group = np.einsum("mjd,md->mj", centroids, q.reshape(groups, SUB_DIMS))
-    # value v = low + 16 * high: entry [b, high, low] sums group 2b's centroid `low` and group
-    # 2b+1's centroid `high` (one broadcast add instead of two gathers by v & 15, v >> 4)
-    both = per_group[1::2][:, :, None] + per_group[0::2][:, None, :]
-    out: np.ndarray = both.reshape(groups // 2, 256)
-    return out.astype(np.float32, copy=False)
+    per_group = np.ascontiguousarray(per_group, dtype=np.float32)
+    least = per_group.min(axis=1)
+    shifted = per_group - least[:, None]
+    span = shifted.max()
+    # (a query with no spread scores every row alike: level 0)
+    scale = np.float32(255) / span if span > 0 else np.float32(0)
+    bias = np.cumsum(least)[-1]  # float32, group after group, as FAISS adds them
+    shifted *= scale
+    levels = np.floor(shifted.astype(np.float64) + 0.5).astype(np.uint16)
+    # value v = low + 16 * high: entry [b, high, low] sums group 2b's level `low` and group
+    # 2b+1's level `high` (one broadcast add instead of two gathers by v & 15, v >> 4)
+    both = levels[1::2][:, :, None] + levels[0::2][:, None, :]
+    return QueryTables(per_group, levels, float(scale), float(bias), both.reshape(-1, 256))
 
 
 def scores(packed: np.ndarray, lut: np.ndarray) -> np.ndarray:
-    """Approximate inner products of the query behind `lut` with compact codes (dim / 8, rows):
-    byte positions summed in order, so a row's score never depends on the other rows."""
+    """Each row's score, the sum of its groups' levels (uint16: at most 255 a group), for
+    compact codes (dim / 8, rows) and a query's `QueryTables.lut`."""
     total: np.ndarray = lut[0].take(np.asarray(packed[0], dtype=np.intp))
     for b in range(1, len(lut)):
         total += lut[b].take(np.asarray(packed[b], dtype=np.intp))

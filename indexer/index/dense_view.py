@@ -8,16 +8,17 @@ every row is a candidate (the search is exact).
 
 A long-lived process (`Index` in the MCP server, `indexer serve`, a notebook) holds the compact
 codes of every live row once, in global row order, in a FAISS `IndexPQFastScan` (4-bit SIMD
-lookups, ~0.2 ms for 38k rows): FAISS's top 2 x candidate_factor() x k rows are rescored exactly
-as the one-shot numpy scan (indexer/index/code_scan.py) scores every row, so both pick the same
-candidates (FAISS's 8-bit lookup tables ranked a true candidate at most 1.33x the count deep in
-the measurements; 351 real queries give identical results at 38k and 163k rows, see
-docs/benchmarks.md). Nothing else of the vectors is held: 32 bytes a row twice (ours and
-FAISS's), where a copy of the 8-bit codes was 256 plus a 96-byte coarse table.
+lookups, ~0.1 ms for 38k rows). A row's score is an integer on both paths, the sum of its
+groups' quantized levels (dense_pq.tables: FAISS's own quantization of its lookup tables), so
+FAISS's top rows, with their scores read back from its distances, are the one-shot numpy
+scan's (indexer/index/code_scan.py) with nothing rescored: both pick the same candidates.
+Nothing else of the vectors is held: 32 bytes a row twice (ours and FAISS's), where a copy of
+the 8-bit codes was 256 plus a 96-byte coarse table.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from functools import cached_property
 from typing import Any
@@ -46,6 +47,11 @@ _WINDOW_BYTES = 2 << 20
 _RESIDENT_BYTES = 16 << 20
 
 
+# Rows FAISS returns beyond the candidates (at least; or an eighth of them): rows tied with the
+# last candidate past them make it ask again for twice as many.
+CANDIDATE_MARGIN = 64
+
+
 def candidate_factor() -> int:
     """$INDEXER_DENSE_CANDIDATES, else DEFAULT_CANDIDATE_FACTOR (read per search: a few us)."""
     return env_whole_number("INDEXER_DENSE_CANDIDATES", DEFAULT_CANDIDATE_FACTOR, minimum=1)
@@ -65,7 +71,14 @@ def mapped_codes_max() -> int | None:
 
 class FastScan:
     """Compact codes of n rows, ours and in a FAISS fast-scan index: `candidates` returns the
-    same rows as code_scan.candidates over the same codes."""
+    same rows as code_scan.candidates over the same codes.
+
+    FAISS's index has one dimension per group (16 centroids of one value each) and is searched
+    with a query of ones: its lookup table is then the query's own `groups` table, set as the
+    centroids before each search, which FAISS quantizes to the very levels `dense_pq.tables`
+    makes. Its distances are bias + (sum of levels) / scale, so each candidate's exact score is
+    read back from them, and FAISS's top rows need no rescoring (a 4-bit lookup of 2 x 1,200
+    rows cost ~0.25 ms of a sympy question)."""
 
     def __init__(self, n: int, centroids: np.ndarray, fill: Iterator[tuple[Any, np.ndarray]]):
         """`fill`: (positions, compact codes (dim / 8, len) of those positions) covering n."""
@@ -73,14 +86,13 @@ class FastScan:
 
         # One query at a time: OpenMP thread start-up costs more than the scan itself.
         faiss.omp_set_num_threads(1)
-        dim = centroids.shape[0] * dense_pq.SUB_DIMS
-        self.n = n
-        self.order = dense_pq.subspace_order(dim)
-        self.codes = np.empty((n, dim // 8), dtype=np.uint8)  # row by row, FAISS's layout
+        groups = centroids.shape[0]
+        self.n, self.groups = n, groups
+        self.codes = np.empty((n, groups // 2), dtype=np.uint8)  # row by row, FAISS's layout
         for positions, block in fill:
             self.codes[positions] = block.T
-        plain = faiss.IndexPQ(dim, dim // dense_pq.SUB_DIMS, 4, faiss.METRIC_INNER_PRODUCT)
-        faiss.copy_array_to_vector(np.ascontiguousarray(centroids).ravel(), plain.pq.centroids)
+        plain = faiss.IndexPQ(groups, groups, 4, faiss.METRIC_INNER_PRODUCT)
+        faiss.copy_array_to_vector(np.zeros(groups * 16, dtype=np.float32), plain.pq.centroids)
         plain.is_trained = True
         if n:
             plain.codes.resize(self.codes.size)
@@ -92,18 +104,43 @@ class FastScan:
         # 0.214 / 0.434 ms for 2,400 of 20k / 38k / 163k rows, against 0.178 / 0.220 / 0.498 for
         # 15 (the query-at-a-time scan); 1,200 of 4k rows 0.070 against 0.071.
         self.index.implem = 13
+        self._ones = np.ones((1, groups), dtype=np.float32)
+        # FAISS's centroids as an array (its vector keeps its size: the buffer stays put),
+        # written per query in ~1 us where faiss.copy_array_to_vector took ~50
+        centroids_of = self.index.pq.centroids
+        self._centroids = faiss.rev_swig_ptr(centroids_of.data(), centroids_of.size())
+        # The centroids are the query's: one search at a time (threads share the index).
+        self._lock = threading.Lock()
 
-    def candidates(self, query: np.ndarray, lut: np.ndarray, count: int) -> np.ndarray:
-        if 2 * count >= self.n:  # as many as the scan would return: score them all
-            rows = np.arange(self.n, dtype=np.int64)
-        else:
-            q = np.ascontiguousarray(np.asarray(query, dtype=np.float32)[self.order][None])
-            _, found = self.index.search(q, 2 * count)
-            rows = found[0][(found[0] >= 0) & (found[0] < self.n)]
-        # The rows' codes as one contiguous block of table indices: each byte position's
-        # gather then reads a contiguous run (the transposed view's strided rows cost ~20 %).
-        packed = np.ascontiguousarray(self.codes.take(rows, axis=0).T, dtype=np.intp)
-        return dense_pq.top(dense_pq.scores(packed, lut), rows, count)[1]
+    def candidates(self, tables: dense_pq.QueryTables, count: int) -> np.ndarray:
+        """Rows of the `count` best scores (ties: lower row), in no order."""
+        ask = count + max(CANDIDATE_MARGIN, count // 8)
+        while ask < self.n and tables.scale > 0:
+            with self._lock:
+                self._centroids[:] = tables.groups.ravel()
+                found_at, found = self.index.search(self._ones, ask)
+            rows = found[0]
+            levels = found_at[0].astype(np.float64)
+            levels -= tables.bias
+            levels *= tables.scale
+            values = np.rint(levels)
+            levels -= values
+            # FAISS's distances, best first, are bias + score / scale: anything else (a row
+            # missing, an order or a value this does not read) has every row scored instead.
+            if rows[-1] < 0 or np.abs(levels).max() > 0.1 or (np.diff(values) > 0).any():
+                break
+            # Every row scoring above the last one found was found; the count-th best is
+            # above it unless rows tied with it go on past `ask`: then ask for more.
+            nth = values[count - 1]
+            if nth > values[-1]:
+                above = int(np.count_nonzero(values[:count] > nth))
+                tied = int(np.count_nonzero(values[above:] == nth))
+                last = np.sort(rows[above : above + tied])[: count - above]
+                return np.concatenate([rows[:above], last]).astype(np.int64, copy=False)
+            ask *= 2
+        packed = np.ascontiguousarray(self.codes.T, dtype=np.intp)  # every row: exact
+        rows = np.arange(self.n, dtype=np.int64)
+        return dense_pq.top(dense_pq.scores(packed, tables.lut), rows, count)[1]
 
 
 class DenseView:
@@ -165,13 +202,13 @@ class DenseView:
         if codec.centroids is None or count >= n:
             rows = np.arange(n, dtype=np.int64)
         else:
-            lut = dense_pq.tables(q, codec.centroids)
+            tables = dense_pq.tables(q, codec.centroids)
             if self.one_shot and "_fast" not in self.__dict__:
                 from .code_scan import candidates
 
-                rows = np.sort(candidates(self.parts, lut, count))
+                rows = np.sort(candidates(self.parts, tables.lut, count))
             else:
-                rows = np.sort(self._fast.candidates(q, lut, count))
+                rows = np.sort(self._fast.candidates(tables, count))
         sims, rows = dense_pq.top(similarities(self._codes(rows), codec.ranges, q), rows, k)
         best = np.lexsort((rows, -sims))
         return sims[best], rows[best]
