@@ -259,7 +259,9 @@ def test_fast_scan_and_numpy_scan_choose_the_same_candidates(table: StaticVector
         assert len(mine) == count
         whole = dense_pq.scores(dense.compact, tables.lut)
         assert set(mine.tolist()) == set(dense_pq.top(whole, np.arange(n), count)[1].tolist())
-        np.testing.assert_array_equal(np.sort(fast.candidates(tables, count)), np.sort(mine))
+        found = fast.candidates(tables, count)
+        assert found is not None
+        np.testing.assert_array_equal(np.sort(found), np.sort(mine))
         exact = similarities(dense.codes, codec.ranges, query)
         best = mine[np.argsort(-exact[mine], kind="stable")[:k]]
         recall.append(len(np.intersect1d(best, np.argsort(-exact, kind="stable")[:k])) / k)
@@ -268,21 +270,52 @@ def test_fast_scan_and_numpy_scan_choose_the_same_candidates(table: StaticVector
 
 def test_fast_scan_asks_again_when_ties_run_past_its_margin(table: StaticVectors) -> None:
     """Rows tied with the last candidate, more than FAISS was asked for beyond the count: the
-    candidates are still the lowest tied rows, as the numpy scan picks them."""
+    candidates are still the lowest tied rows, as the numpy scan picks them; with every row
+    tied FAISS cannot tell them, and says so (the view then scores every row)."""
     assert table.pq_centroids is not None
     codec = Codec(table.quantizer_ranges(), table.pq_centroids)
     distinct = DenseIndex.build(chunk_like(table, 40, seed=10), codec).compact
     assert distinct is not None
-    # ties past the margin (FAISS asked again); every row tied (all of them scored)
     for codes, copies in ((distinct, 300), (distinct[:, :1], 5000)):
         compact = np.repeat(codes, copies, axis=1)  # each code `copies` times in a row
         n = compact.shape[1]
         fast = FastScan(n, codec.centroids, iter([(slice(0, n), compact)]))
         for query in chunk_like(table, 4, seed=11):
             tables = dense_pq.tables(query, table.pq_centroids)
+            found = fast.candidates(tables, 1000)
+            if copies == 5000:
+                assert found is None
+                continue
             whole = dense_pq.scores(compact, tables.lut)
             expected = np.sort(dense_pq.top(whole, np.arange(n), 1000)[1])
-            np.testing.assert_array_equal(np.sort(fast.candidates(tables, 1000)), expected)
+            assert found is not None
+            np.testing.assert_array_equal(np.sort(found), expected)
+
+
+def test_a_view_scores_every_row_where_fast_scan_cannot_tell(
+    make_repo: MakeRepo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where FAISS's top rows cannot decide the candidates (here: fewer rows than FAISS would be
+    asked for beyond them), a long-lived index scores every row of the segments' codes, as a
+    one-shot process does: the same candidates, the same results."""
+    monkeypatch.setenv("INDEXER_DENSE_CANDIDATES", "1")  # 400 candidates
+    build_index(make_repo(many_functions(files=54)), index_dir=tmp_path / "idx", progress=False)
+    served = Index(current_generation(tmp_path / "idx"))
+    shot = Index(current_generation(tmp_path / "idx"))
+    shot.one_shot = True
+    assert 400 < len(served) <= 400 + dense_view.CANDIDATE_MARGIN
+    for text in ("parse the configuration", "open a connection with retries"):
+        query = served.vectors.embed(text)
+        tables = dense_pq.tables(query, served.dense.codec.centroids)
+        assert served.dense._fast.candidates(tables, 400) is None  # FAISS cannot tell
+        np.testing.assert_array_equal(
+            np.concatenate(served.dense.search(query, 400)),
+            np.concatenate(shot.dense.search(query, 400)),
+        )
+        assert [r.to_dict() for r in served.search(text)] == [
+            r.to_dict() for r in shot.search(text)
+        ]
+    assert "_fast" not in shot.dense.__dict__
 
 
 def many_functions(files: int = 40, per_file: int = 8) -> dict[str, str | bytes]:

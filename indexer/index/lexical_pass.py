@@ -154,7 +154,7 @@ class QueryPass:
             np.add.at(s.acc, rows[a:b], wide)
             k = stop
         if 8 * self.total < len(s.acc):  # few postings: their rows, not every row
-            cands = union(rows)
+            cands = union(rows, runs=True)  # each term's rows sorted
             cands = cands[s.acc.take(cands) > 0]
             if self.eligible is not None:
                 cands = cands[self.eligible.take(cands)]

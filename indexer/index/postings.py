@@ -29,10 +29,13 @@ SCRATCH_KEEP_BYTES = 4 << 20
 Span = tuple[int, int, int]  # (segment, first posting, end)
 
 
-def union(*parts: np.ndarray) -> np.ndarray:
-    """The sorted distinct values of `parts` (np.unique hashes first: far slower here)."""
+def union(*parts: np.ndarray, runs: bool = False) -> np.ndarray:
+    """The sorted distinct values of `parts` (np.unique hashes first: far slower here).
+    `runs`: the values come as a few sorted runs (a query's postings, term after term), which
+    numpy's stable sort (timsort) merges: 15k rows in 5 runs 47 us, quicksort 287 us (random
+    values: quicksort is faster)."""
     out = np.concatenate(parts) if len(parts) > 1 else np.array(parts[0])
-    out.sort()
+    out.sort(kind="stable" if runs else None)
     if len(out) < 2:
         return out
     keep = np.empty(len(out), dtype=bool)
