@@ -24,7 +24,7 @@ rescoring (indexer/index/dense_view.py).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, cached_property
 
 import numpy as np
 
@@ -102,14 +102,30 @@ def decode(packed: np.ndarray, centroids: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class QueryTables:
-    """One query's tables over the compact codes."""
+    """One query's tables over the compact codes: its inner products with each group's
+    centroids and their scale; the levels and the byte table made when read (a long-lived
+    process's FAISS scan quantizes the products itself)."""
 
     groups: np.ndarray  # (dim / 4, 16) float32: inner product with each group's centroids
-    levels: np.ndarray  # (dim / 4, 16) uint16: `groups` quantized (FAISS's arithmetic)
-    scale: float  # a level is (value - its group's least) * scale, rounded
-    bias: float  # the groups' least values summed: a row's product ~ bias + score / scale
-    lut: np.ndarray  # (dim / 8, 256) uint16: entry [b, v] sums the levels byte value v of
-    # byte position b stands for (its groups 2b and 2b + 1)
+    least: np.ndarray  # (dim / 4,) float32: each group's least product
+    scale: float  # a level is (product - its group's least) * scale, rounded half up
+
+    @cached_property
+    def levels(self) -> np.ndarray:
+        """(dim / 4, 16) uint16: the products quantized, 0..255 (FAISS's arithmetic)."""
+        shifted = self.groups - self.least[:, None]
+        shifted *= np.float32(self.scale)
+        return np.floor(shifted.astype(np.float64) + 0.5).astype(np.uint16)
+
+    @cached_property
+    def lut(self) -> np.ndarray:
+        """(dim / 8, 256) uint16: entry [b, v] sums the levels byte value v of byte position b
+        stands for (its groups 2b and 2b + 1)."""
+        levels = self.levels
+        # value v = low + 16 * high: entry [b, high, low] sums group 2b's level `low` and group
+        # 2b+1's level `high` (one broadcast add instead of two gathers by v & 15, v >> 4)
+        both = levels[1::2][:, :, None] + levels[0::2][:, None, :]
+        return both.reshape(-1, 256)
 
 
 def tables(query: np.ndarray, centroids: np.ndarray) -> QueryTables:
@@ -123,17 +139,10 @@ def tables(query: np.ndarray, centroids: np.ndarray) -> QueryTables:
     per_group = np.einsum("mjd,md->mj", centroids, q.reshape(groups, SUB_DIMS))
     per_group = np.ascontiguousarray(per_group, dtype=np.float32)
     least = per_group.min(axis=1)
-    shifted = per_group - least[:, None]
-    span = shifted.max()
+    span = (per_group.max(axis=1) - least).max()  # (x - least: rounding keeps the order)
     # (a query with no spread scores every row alike: level 0)
-    scale = np.float32(255) / span if span > 0 else np.float32(0)
-    bias = np.cumsum(least)[-1]  # float32, group after group, as FAISS adds them
-    shifted *= scale
-    levels = np.floor(shifted.astype(np.float64) + 0.5).astype(np.uint16)
-    # value v = low + 16 * high: entry [b, high, low] sums group 2b's level `low` and group
-    # 2b+1's level `high` (one broadcast add instead of two gathers by v & 15, v >> 4)
-    both = levels[1::2][:, :, None] + levels[0::2][:, None, :]
-    return QueryTables(per_group, levels, float(scale), float(bias), both.reshape(-1, 256))
+    scale = float(np.float32(255) / span) if span > 0 else 0.0
+    return QueryTables(per_group, least, scale)
 
 
 def scores(packed: np.ndarray, lut: np.ndarray) -> np.ndarray:

@@ -125,13 +125,14 @@ class FastScan:
                 self._centroids[:] = tables.groups.ravel()
                 found_at, found = self.index.search(self._ones, ask)
             rows = found[0]
+            # FAISS's distances, best first, are (a bias) + score / scale: each row's score
+            # less the best one's is read back exactly; anything else (a row missing, an
+            # order or a value not on that grid) has every row scored instead.
             levels = found_at[0].astype(np.float64)
-            levels -= tables.bias
+            levels -= levels[0]
             levels *= tables.scale
             values = np.rint(levels)
             levels -= values
-            # FAISS's distances, best first, are bias + score / scale: anything else (a row
-            # missing, an order or a value this does not read) has every row scored instead.
             if rows[-1] < 0 or np.abs(levels).max() > 0.1 or (np.diff(values) > 0).any():
                 break
             # Every row scoring above the last one found was found; the count-th best is
