@@ -115,7 +115,8 @@ class QueryTables:
         """(dim / 4, 16) uint16: the products quantized, 0..255 (FAISS's arithmetic)."""
         shifted = self.groups - self.least[:, None]
         shifted *= np.float32(self.scale)
-        return np.floor(shifted.astype(np.float64) + 0.5).astype(np.uint16)
+        levels: np.ndarray = np.floor(shifted.astype(np.float64) + 0.5).astype(np.uint16)
+        return levels
 
     @cached_property
     def lut(self) -> np.ndarray:
@@ -124,7 +125,7 @@ class QueryTables:
         levels = self.levels
         # value v = low + 16 * high: entry [b, high, low] sums group 2b's level `low` and group
         # 2b+1's level `high` (one broadcast add instead of two gathers by v & 15, v >> 4)
-        both = levels[1::2][:, :, None] + levels[0::2][:, None, :]
+        both: np.ndarray = levels[1::2][:, :, None] + levels[0::2][:, None, :]
         return both.reshape(-1, 256)
 
 
