@@ -12,7 +12,7 @@ lookups, ~0.1 ms for 38k rows). A row's score is an integer on both paths, the s
 groups' quantized levels (dense_pq.tables: FAISS's own quantization of its lookup tables), so
 FAISS's top rows, with their scores read back from its distances, are the one-shot numpy
 scan's (indexer/index/code_scan.py) with nothing rescored: both pick the same candidates.
-Nothing else of the vectors is held: 32 bytes a row twice (ours and FAISS's), where a copy of
+Nothing else of the vectors is held: FAISS's 32 bytes a row (once), where a copy of
 the 8-bit codes was 256 plus a 96-byte coarse table.
 """
 
@@ -70,8 +70,8 @@ def mapped_codes_max() -> int | None:
 
 
 class FastScan:
-    """Compact codes of n rows, ours and in a FAISS fast-scan index: `candidates` returns the
-    same rows as code_scan.candidates over the same codes.
+    """Compact codes of n rows in a FAISS fast-scan index: `candidates` returns the same rows
+    as code_scan.candidates over the same codes (or None: see there).
 
     FAISS's index has one dimension per group (16 centroids of one value each) and is searched
     with a query of ones: its lookup table is then the query's own `groups` table, set as the
@@ -105,7 +105,8 @@ class FastScan:
         self.index = faiss.IndexPQFastScan(plain)  # type: ignore[arg-type]
         # 13, FAISS's own choice for k > 20 (blocks of 32 rows, a reservoir of candidates): 0.172 /
         # 0.214 / 0.434 ms for 2,400 of 20k / 38k / 163k rows, against 0.178 / 0.220 / 0.498 for
-        # 15 (the query-at-a-time scan); 1,200 of 4k rows 0.070 against 0.071.
+        # 15 (the query-at-a-time scan); 1,200 of 4k rows 0.070 against 0.071; for 1,350 rows
+        # 15 and 0 are level with it, 12 and 14 twice as slow.
         self.index.implem = 13
         self._ones = np.ones((1, groups), dtype=np.float32)
         # FAISS's centroids as an array (its vector keeps its size: the buffer stays put),
