@@ -140,13 +140,11 @@ def test_query_levels_are_faiss_quantized_lookup_tables(table: StaticVectors) ->
         lut = np.zeros(fast.index.M2 * 16, dtype=np.uint8)
         bounds = np.zeros(2, dtype=np.float32)
         ones = np.ones((1, groups), dtype=np.float32)
-        fast.index.compute_quantized_LUT(
-            1,
-            faiss.swig_ptr(ones),
-            faiss.swig_ptr(lut),
-            faiss.swig_ptr(bounds),
-            faiss.FastScanDistancePostProcessing(),
-        )
+        pointers = (1, faiss.swig_ptr(ones), faiss.swig_ptr(lut), faiss.swig_ptr(bounds))
+        if hasattr(faiss, "FastScanDistancePostProcessing"):  # newer FAISS: a context argument too
+            fast.index.compute_quantized_LUT(*pointers, faiss.FastScanDistancePostProcessing())
+        else:
+            fast.index.compute_quantized_LUT(*pointers)
         np.testing.assert_array_equal(lut[: groups * 16].reshape(groups, 16), tables.levels)
         bias = np.cumsum(tables.least)[-1]  # float32, group after group, as FAISS adds them
         assert bounds.tolist() == [tables.scale, float(bias)]
