@@ -87,7 +87,7 @@ class FastScan:
         # One query at a time: OpenMP thread start-up costs more than the scan itself.
         faiss.omp_set_num_threads(1)
         groups = centroids.shape[0]
-        self.n, self.groups = n, groups
+        self.n = n
         # FAISS's copy only: the exact scan, where FAISS cannot decide, reads the segments'
         # (5.2 MB less at 163k rows)
         codes = np.empty((n, groups // 2), dtype=np.uint8)  # row by row, FAISS's layout
@@ -129,12 +129,12 @@ class FastScan:
             # FAISS's distances, best first, are (a bias) + score / scale: each row's score
             # less the best one's is read back exactly; anything else (a row missing, an
             # order or a value not on that grid) has every row scored instead.
-            levels = found_at[0].astype(np.float64)
-            levels -= levels[0]
-            levels *= tables.scale
-            values = np.rint(levels)
-            levels -= values
-            if rows[-1] < 0 or np.abs(levels).max() > 0.1 or (np.diff(values) > 0).any():
+            scaled = found_at[0].astype(np.float64)
+            scaled -= scaled[0]
+            scaled *= tables.scale
+            values = np.rint(scaled)
+            off_grid = np.abs(scaled - values).max() > 0.1
+            if rows[-1] < 0 or off_grid or (np.diff(values) > 0).any():
                 break
             # Every row scoring above the last one found was found; the count-th best is
             # above it unless rows tied with it go on past `ask`: then ask for more.
