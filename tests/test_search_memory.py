@@ -4,6 +4,7 @@ answers as a process that answers one command."""
 
 from __future__ import annotations
 
+import gc
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -67,6 +68,24 @@ def test_a_long_lived_process_keeps_no_lookup_pages(make_repo: MakeRepo, tmp_pat
     # a one-shot process releases nothing: its pages go with it
     segment = once.space.segments[0]
     assert resident_kb(segment.postings[0]) > 0
+
+
+def test_a_search_leaves_no_reference_cycles(make_repo: MakeRepo, tmp_path: Path) -> None:
+    # What a search drops is freed at once: garbage in cycles waits for a collection, which
+    # comes in the middle of some later search (0.4-0.9 ms at 38k chunks).
+    build_index(make_repo(many_functions(files=20)), index_dir=tmp_path / "idx", progress=False)
+    for one_shot in (False, True):
+        index = Index(current_generation(tmp_path / "idx"))
+        index.one_shot = one_shot
+        answers(index)  # caches filled
+        gc.collect()
+        gc.disable()
+        try:
+            first = answers(index)
+            assert gc.collect() == 0
+        finally:
+            gc.enable()
+        assert first == answers(index)
 
 
 def test_digests_are_read_row_by_row_or_held(make_repo: MakeRepo, tmp_path: Path) -> None:
