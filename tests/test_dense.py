@@ -395,6 +395,10 @@ def test_a_long_lived_process_keeps_no_codes_resident(
     every = np.arange(len(mapped), dtype=np.int64)  # rows across windows included
     assert len(every) > 4 * 64
     np.testing.assert_array_equal(mapped.dense._codes(every), read.dense._codes(every))
+    # rows out of order (a reconstruct's), the first and last in place: each lands in its own
+    jumbled = every.copy()
+    jumbled[1:-1] = jumbled[-2:0:-1]
+    np.testing.assert_array_equal(mapped.dense._codes(jumbled), read.dense._codes(every)[jumbled])
     if Path("/proc/self/smaps").exists():
         assert [resident_kb(s.dense.codes) for s in read.space.segments] == [0]
         codes = mapped.space.segments[0].dense.codes
@@ -427,6 +431,11 @@ def test_small_codes_stay_mapped_with_the_same_neighbours(
             got_sims, got_rows = other.dense.search(query, 10)
             np.testing.assert_array_equal(got_sims, sims)
             np.testing.assert_array_equal(got_rows, rows)
+    every = np.arange(len(kept), dtype=np.int64)
+    jumbled = every.copy()  # rows out of order (a reconstruct's), the first and last in place
+    jumbled[1:-1] = jumbled[-2:0:-1]
+    monkeypatch.setattr(dense_view, "_RESIDENT_BYTES", 16 << 20)
+    np.testing.assert_array_equal(kept.dense._codes(jumbled), shot.dense._codes(every)[jumbled])
     if Path("/proc/self/smaps").exists():
         assert resident_kb(kept.space.segments[0].dense.codes) > 0
         assert resident_kb(dropped.space.segments[0].dense.codes) == 0

@@ -242,7 +242,10 @@ class DenseView:
             cats = rows if space.concatenated else space.global_to_cat[rows]
             part = np.searchsorted(space.seg_offsets, cats, side="right") - 1
             cats = cats - space.seg_offsets[part]
-        order = np.lexsort((cats, part))
+        # Rows in the segments' order (a search's candidates: sorted) are read straight into
+        # their places (_take_into).
+        in_order = (self.whole is not None or space.concatenated) and _ascending(rows)
+        order = np.arange(len(rows)) if in_order else np.lexsort((cats, part))
         width = len(self.ranges)
         out = np.empty((len(rows), width), dtype=np.uint8)
         if any(dense.dim != width for dense, _ in self.parts):
@@ -259,7 +262,7 @@ class DenseView:
                 mine = order[part[order] == i]  # sorted by row
                 local = cats[mine]
                 if resident:  # (small codes: kept mapped, _RESIDENT_BYTES)
-                    out[mine] = dense.codes.take(local, axis=0)
+                    _take_into(out, mine, dense.codes, local, in_order)
                     continue
                 start = dense.codes_offset + local * width
                 window = start // _WINDOW_BYTES
@@ -270,7 +273,7 @@ class DenseView:
                 cuts = (np.flatnonzero(np.diff(window)) + 1).tolist()
                 for lo, hi in zip([0, *cuts], [*cuts, len(mine)], strict=True):
                     if hi > lo:
-                        out[mine[lo:hi]] = dense.codes.take(local[lo:hi], axis=0)
+                        _take_into(out, mine[lo:hi], dense.codes, local[lo:hi], in_order)
                         dense.release_codes()
             return out
         files = [dense.file for dense, _ in self.parts]
@@ -283,3 +286,21 @@ class DenseView:
             if len(mine):
                 out[mine] = dense.rows(cats[mine])
         return out
+
+
+def _ascending(rows: np.ndarray) -> bool:
+    return len(rows) < 2 or bool((rows[1:] >= rows[:-1]).all())
+
+
+def _take_into(
+    out: np.ndarray, at: np.ndarray, codes: np.ndarray, rows: np.ndarray, ascending: bool
+) -> None:
+    """out[at] = codes[rows]: straight into `out` where `at` is a run of places (`ascending`
+    places without a gap), as a search's candidates are: an array of its own and a copy from
+    it wrote a query's codes twice (300 KB at 1,200 rows; ~0.2 ms with caches cold, as
+    between searches)."""
+    if ascending and len(at) and int(at[-1]) - int(at[0]) == len(at) - 1:
+        # (mode "clip": the rows are known good, and "raise" would take them through a buffer)
+        codes.take(rows, axis=0, out=out[int(at[0]) : int(at[-1]) + 1], mode="clip")
+    elif len(at):
+        out[at] = codes.take(rows, axis=0)
