@@ -84,33 +84,38 @@ class QueryPass:
         x weight; or precomputed score x weight). `place`: each posting's term (its place in
         the order), or k for postings laid out as the terms k, k+1, ... (starts[k]:...)."""
         s, n = self.s, len(rows)
-        c = s.get("c_contrib", n, np.float32)
-        np.copyto(c, raw)  # tf (or the precomputed score) as float32
         spans = []
         if isinstance(place, int):
             bounds = self.starts[place:] - self.starts[place]
             bounds = bounds[: int(np.searchsorted(bounds, n)) + 1].tolist()
             spans = [(place + i, x, y) for i, (x, y) in enumerate(itertools.pairwise(bounds))]
 
-        def times(table: np.ndarray) -> None:  # c *= table[term]: term by term, or gathered
+        def times(c: np.ndarray, table: np.ndarray, into: np.ndarray) -> None:
+            """into = c x table[term] (float32 products: a float64 `into` holds them as they
+            are), term by term or gathered."""
             if spans:
                 for k, x, y in spans:
-                    np.multiply(c[x:y], table[k], out=c[x:y])
+                    np.multiply(c[x:y], table[k], out=into[x:y])
             else:
                 gathered = s.get("c_gathered", n, np.float32)
-                np.multiply(c, table.take(place, out=gathered, mode="clip"), out=c)
+                np.multiply(c, table.take(place, out=gathered, mode="clip"), out=into)
 
-        if self.norm is None:
-            times(self.weights)
-        else:  # (a buffer only tf needs: precomputed scores never hold it)
+        if self.norm is None and raw.dtype == np.float32:
+            # Precomputed scores x weight, written straight into `out`: one pass over the
+            # postings, not three (a copy, the product, a widening copy: 0.1 ms of a report
+            # at 163k chunks).
+            times(raw, self.weights, out)
+            return
+        c = s.get("c_contrib", n, np.float32)
+        np.copyto(c, raw)  # tf (or the precomputed score) as float32
+        if self.norm is not None:  # (a buffer only tf needs: precomputed scores never hold it)
             tmp = s.get("c_tmp", n, np.float32)
             self.norm.take(rows, out=tmp, mode="clip")
             tmp += c  # tf + norm
-            times(self.idf)  # tf * idf
+            times(c, self.idf, c)  # tf * idf
             c *= K1 + 1
             c /= tmp
-            times(self.weights)
-        np.copyto(out, c)
+        times(c, self.weights, out)
 
     def _terms(self, k: int, stop: int) -> np.ndarray | int:
         """What _contrib takes for the postings of the terms order[k:stop]: k when their
