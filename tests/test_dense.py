@@ -368,6 +368,13 @@ def test_candidates_search_over_segments_equals_a_full_build(
     assert "faiss" in sys.modules and "_fast" not in shot.dense.__dict__
 
 
+def _jumbled(n: int) -> np.ndarray:
+    """Rows 0..n-1 out of order (as a reconstruct asks), the first and the last in place."""
+    rows = np.arange(n, dtype=np.int64)
+    rows[1:-1] = rows[-2:0:-1]
+    return rows
+
+
 def test_a_long_lived_process_keeps_no_codes_resident(
     make_repo: MakeRepo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -395,9 +402,7 @@ def test_a_long_lived_process_keeps_no_codes_resident(
     every = np.arange(len(mapped), dtype=np.int64)  # rows across windows included
     assert len(every) > 4 * 64
     np.testing.assert_array_equal(mapped.dense._codes(every), read.dense._codes(every))
-    # rows out of order (a reconstruct's), the first and last in place: each lands in its own
-    jumbled = every.copy()
-    jumbled[1:-1] = jumbled[-2:0:-1]
+    jumbled = _jumbled(len(mapped))  # each row lands in its own place
     np.testing.assert_array_equal(mapped.dense._codes(jumbled), read.dense._codes(every)[jumbled])
     if Path("/proc/self/smaps").exists():
         assert [resident_kb(s.dense.codes) for s in read.space.segments] == [0]
@@ -432,8 +437,7 @@ def test_small_codes_stay_mapped_with_the_same_neighbours(
             np.testing.assert_array_equal(got_sims, sims)
             np.testing.assert_array_equal(got_rows, rows)
     every = np.arange(len(kept), dtype=np.int64)
-    jumbled = every.copy()  # rows out of order (a reconstruct's), the first and last in place
-    jumbled[1:-1] = jumbled[-2:0:-1]
+    jumbled = _jumbled(len(kept))
     monkeypatch.setattr(dense_view, "_RESIDENT_BYTES", 16 << 20)
     np.testing.assert_array_equal(kept.dense._codes(jumbled), shot.dense._codes(every)[jumbled])
     if Path("/proc/self/smaps").exists():
