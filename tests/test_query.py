@@ -13,6 +13,7 @@ from indexer.search.query import (
     _DOTTED,
     _IDENT_SHAPE,
     _PATH,
+    compiled,
     in_words,
     parse_query,
     salient_text,
@@ -109,9 +110,9 @@ def test_paths_dotted_names_and_shaped_words_are_found_word_by_word(
     """What parse_query finds in a text's words is what the patterns find in the whole text."""
     text = "".join(p + spaces[i % len(spaces)] for i, p in enumerate(pieces))
     words = text.split()
-    assert in_words(_PATH, words) == _PATH.findall(text)
-    assert in_words(_DOTTED, words) == _DOTTED.findall(text)
-    assert shaped_words(words) == [w for w in words if _IDENT_SHAPE.search(w)]
+    assert in_words(_PATH, words) == compiled(_PATH).findall(text)
+    assert in_words(_DOTTED, words) == compiled(_DOTTED).findall(text)
+    assert shaped_words(words) == [w for w in words if compiled(_IDENT_SHAPE).search(w)]
 
 
 def test_short_queries_keep_every_term_equal() -> None:

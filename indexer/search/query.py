@@ -93,18 +93,27 @@ class Query:
         return self.terms
 
 
-_IDENT_SHAPE = re.compile(r"[a-z][A-Z]|_|\.|::|\(\)|^[A-Z][a-z]+[A-Z]")
-_CODE_SPAN = re.compile(r"```.*?```|`[^`\n]+`", re.DOTALL)
+# Compiled on first use (`compiled`): a new process searching a short question compiles none
+# of a report's patterns (~1 ms of a cold `indexer search`). Flags are inline.
+_IDENT_SHAPE = r"[a-z][A-Z]|_|\.|::|\(\)|^[A-Z][a-z]+[A-Z]"
+_CODE_SPAN = r"(?s)```.*?```|`[^`\n]+`"
 # `File "pkg/mod.py", line 12, in func` (Python), `at pkg.Cls.method(File.java:12)` (JVM),
 # `    at fn (pkg/file.js:12:3)` (JS).
-_FRAME = re.compile(r'File "([^"]+)", line \d+, in (\S+)|\bat ([\w$.<>]+)\s*\(([^)\s]*)\)')
-_PATH = re.compile(
+_FRAME = r'File "([^"]+)", line \d+, in (\S+)|\bat ([\w$.<>]+)\s*\(([^)\s]*)\)'
+_PATH = (
     r"(?<![\w/.-])/?(?:[\w.-]+/)+[\w.-]+\.[A-Za-z]{1,5}\b|\b[\w-]+\.(?:py|pyi|js|ts|"
     r"tsx|jsx|go|rs|java|c|h|cc|cpp|hpp|cs|rb|php|kt|swift|scala|ex|exs|hs|ml)\b"
 )
-_DOTTED = re.compile(r"\b[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+(?:\(\))?")
-_ERROR_LINE = re.compile(r"^\s*(?:\w+\.)*\w*(?:Error|Exception|Warning|Exit)\b.*$", re.MULTILINE)
-_INDENTED = re.compile(r"^(?: {4,}|\t|>>> |\.\.\. |\$ ).*\S.*$", re.MULTILINE)
+_DOTTED = r"\b[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+(?:\(\))?"
+_ERROR_LINE = r"(?m)^\s*(?:\w+\.)*\w*(?:Error|Exception|Warning|Exit)\b.*$"
+_INDENTED = r"(?m)^(?: {4,}|\t|>>> |\.\.\. |\$ ).*\S.*$"
+
+
+@functools.cache
+def compiled(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern)
+
+
 _NOT_DOTTED = frozenset({"e.g", "i.e", "etc", "vs", "a.k.a"})
 
 
@@ -115,27 +124,31 @@ def salient_text(text: str) -> str:
         text,
         in_words(_PATH, words),
         in_words(_DOTTED, words),
-        _CODE_SPAN.findall(text),
+        compiled(_CODE_SPAN).findall(text),
         shaped_words(words),
     )
 
 
-def in_words(pattern: re.Pattern[str], words: list[str]) -> list[str]:
-    """`pattern.findall(text)` for _PATH or _DOTTED, from the text's whitespace-separated words
-    (`text.split()`): their matches hold a dot and no space, and a word's edges are a match's
-    edges in the text too (no \\w or path character there). Only words with a dot are
-    scanned: the whole text cost 75 + 37 us a 1 KB report."""
-    return [m for w in words if "." in w for m in pattern.findall(w)]
+def in_words(pattern: str, words: list[str]) -> list[str]:
+    """`compiled(pattern).findall(text)` for _PATH or _DOTTED, from the text's
+    whitespace-separated words (`text.split()`): their matches hold a dot and no space, and a
+    word's edges are a match's edges in the text too (no \\w or path character there). Only
+    words with a dot are scanned: the whole text cost 75 + 37 us a 1 KB report."""
+    dotted = [w for w in words if "." in w]
+    if not dotted:
+        return []
+    findall = compiled(pattern).findall
+    return [m for w in dotted for m in findall(w)]
 
 
 def shaped_words(words: list[str]) -> list[str]:
     """The identifier-shaped words (_IDENT_SHAPE): a word of letters with no capital after its
     first letter cannot be one, and needs no regex (most of a report's prose)."""
-    return [
-        w
-        for w in words
-        if not (w.isalpha() and (w.islower() or w[1:].islower())) and _IDENT_SHAPE.search(w)
-    ]
+    maybe = [w for w in words if not (w.isalpha() and (w.islower() or w[1:].islower()))]
+    if not maybe:
+        return []
+    search = compiled(_IDENT_SHAPE).search
+    return [w for w in maybe if search(w)]
 
 
 def _salient(
@@ -143,13 +156,13 @@ def _salient(
 ) -> str:
     """salient_text from the matches parse_query has already found."""
     parts: list[str] = []
-    for match in _FRAME.finditer(text):
+    for match in compiled(_FRAME).finditer(text):
         parts.extend(g for g in match.groups() if g)
     parts.extend(paths)
     parts.extend(d for d in dotted if d.lower() not in _NOT_DOTTED)
     parts.extend(spans)
-    parts.extend(_ERROR_LINE.findall(text))
-    parts.extend(_INDENTED.findall(text))
+    parts.extend(compiled(_ERROR_LINE).findall(text))
+    parts.extend(compiled(_INDENTED).findall(text))
     parts.extend(w for w in shaped if not w.startswith("http"))
     return "\n".join(parts)
 
@@ -198,7 +211,7 @@ def parse_query(text: str) -> Query:
     else:
         # In prose, a plain word ("rank", "result") naming a symbol is weak evidence: only
         # identifier-shaped words and code spans name symbols.
-        spans = _CODE_SPAN.findall(text)
+        spans = compiled(_CODE_SPAN).findall(text)
         code = " ".join(shaped) + " " + " ".join(spans)
         idents = identifiers(code)
         if len(words) >= LONG_QUERY_WORDS:
