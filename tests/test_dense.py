@@ -158,6 +158,18 @@ def test_top_breaks_ties_by_row() -> None:
     assert pairs == [(9, 3.0), (11, 3.0), (12, 2.0)]
 
 
+@pytest.mark.parametrize("count", [1, 7, 1200, 19_999])
+def test_top_of_many_scores_counts_them_and_keeps_the_same_rows(count: int) -> None:
+    # compact-code scores of 20k rows (a histogram picks the cut), many tied, rows shuffled
+    rng = np.random.default_rng(count)
+    values = rng.integers(0, 40, 20_000).astype(np.uint16)
+    rows = rng.permutation(20_000).astype(np.int64)
+    kept, kept_rows = dense_pq.top(values, rows, count)
+    # the reference: every (value, -row) pair ordered, the first `count` taken
+    best = sorted(zip(values.tolist(), (-rows).tolist(), strict=True), reverse=True)[:count]
+    assert sorted(zip(kept.tolist(), (-kept_rows).tolist(), strict=True), reverse=True) == best
+
+
 def test_saved_codes_load_memory_mapped_and_read_by_rows(
     tmp_path: Path, table: StaticVectors
 ) -> None:

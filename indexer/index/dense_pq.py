@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cache, cached_property
+from typing import Any
 
 import numpy as np
 
@@ -33,6 +34,7 @@ CENTROIDS = 16  # 4-bit codes
 CENTROIDS_FILE = "pq_centroids.npy"  # in the table's directory (indexer/index/vectors.py)
 _WEIGHT_BITS = 40  # |weight| <= 2^40, code <= 255, 4 terms: every partial sum < 2^53 (exact)
 _ROWS = 2048  # rows encoded at a time
+_COUNTED_MIN = 1 << 14  # top(): scores of this many rows or more are counted (a histogram)
 
 
 @cache  # asked once per query: read only, shared
@@ -159,9 +161,20 @@ def top(values: np.ndarray, rows: np.ndarray, count: int) -> tuple[np.ndarray, n
     """The `count` best (value, row) pairs by value, ties by lower row (in no order)."""
     if len(values) <= count:
         return values, rows
-    cut = np.partition(values, len(values) - count)[len(values) - count]  # count-th largest
-    above = np.flatnonzero(values > cut)
-    tied = np.flatnonzero(values == cut)
+    at_least = np.flatnonzero(values >= _count_th_largest(values, count))
+    found = values[at_least]
+    cut = found.min()
+    above, tied = at_least[found > cut], at_least[found == cut]
     tied = tied[np.argsort(rows[tied], kind="stable")[: count - len(above)]]
     keep = np.concatenate([above, tied])
     return values[keep], rows[keep]
+
+
+def _count_th_largest(values: np.ndarray, count: int) -> Any:
+    """The `count`-th largest of `values`. Compact-code scores of many rows (uint16, at most
+    255 a group) are counted, not partitioned: 0.30 against 1.16 ms at 163k rows, a cold
+    search's scan of every row."""
+    if values.dtype == np.uint16 and len(values) >= _COUNTED_MIN:
+        at_or_above = np.cumsum(np.bincount(values)[::-1])  # [i]: how many are >= max - i
+        return len(at_or_above) - 1 - int(np.searchsorted(at_or_above, count))
+    return np.partition(values, len(values) - count)[len(values) - count]

@@ -250,15 +250,19 @@ class DenseView:
         out = np.empty((len(rows), width), dtype=np.uint8)
         if any(dense.dim != width for dense, _ in self.parts):
             raise CorruptIndexError(f"segments of one index have different vector codes; {REBUILD}")
-        if not self.one_shot and self._codes_mapped:
-            # Through the segments' memory maps (mapped_codes_max), 2 MB of a file at a time,
-            # each window's pages dropped from the process once read: a query's rows are
-            # scattered, and the 64 KB the kernel maps around each would otherwise keep nearly
-            # every code resident (40 MB at 163k chunks). Faulting them back costs ~0.15 ms a
-            # query in a tight loop, 1-5 % of warm p50 in the bench (docs/benchmarks.md).
-            resident = self._codes_bytes <= _RESIDENT_BYTES
+        if self.one_shot or self._codes_mapped:
+            # Through the segments' memory maps (mapped_codes_max). A long-lived process reads
+            # 2 MB of a file at a time and drops each window's pages once read: a query's rows
+            # are scattered, and the 64 KB the kernel maps around each would otherwise keep
+            # nearly every code resident (40 MB at 163k chunks). Faulting them back costs
+            # ~0.15 ms a query in a tight loop, 1-5 % of warm p50 in the bench
+            # (docs/benchmarks.md). A one-shot process keeps what it maps (it ends with the
+            # command): 1,200 rows at 163k chunks in 0.23 ms, where a preadv per run of rows
+            # took 2.7 ms of a cold search.
+            resident = self.one_shot or self._codes_bytes <= _RESIDENT_BYTES
             for i, (dense, _) in enumerate(self.parts):
-                dense.huge_pages()
+                if not self.one_shot:
+                    dense.huge_pages()
                 mine = order[part[order] == i]  # sorted by row
                 local = cats[mine]
                 if resident:  # (small codes: kept mapped, _RESIDENT_BYTES)
