@@ -266,6 +266,7 @@ def test_verify_finds_same_size_changes_and_forged_checksums(sample_repo: Path) 
         "symbols.txt",
         "file_paths.txt",
         "chunk_fids.npy",
+        "chunk_offsets.npy",
         "dense_codes.npy",
         "dense_pq.npy",
         "dense_pq_centroids.npy",
@@ -287,6 +288,8 @@ def test_damaged_files_are_one_line_errors(sample_repo: Path, name: str) -> None
 def _served_text_is_from_the_repository(index: Index) -> None:
     sources = {path: str(text) for path, text in SAMPLE_FILES.items()}
     for query in ("retry with backoff", "InvoiceCalculator", "shopping cart"):
+        for result in index.search(query, k=5, log=False):  # records alone (no text) first
+            assert result.path in sources
         for result in index.search(query, k=5, with_text=True, log=False):
             assert result.path in sources
             lines = set(sources[result.path].splitlines())
@@ -296,9 +299,12 @@ def _served_text_is_from_the_repository(index: Index) -> None:
             assert chunk.text == result.text
 
 
-@pytest.mark.parametrize("hashed_on_load", [0, integrity.SMALL_FILE_BYTES])
+@pytest.mark.parametrize(
+    ("hashed_on_load", "one_shot"),
+    [(0, False), (0, True), (integrity.SMALL_FILE_BYTES, False)],
+)
 def test_fuzzed_artifacts_give_correct_results_or_a_clean_error(
-    sample_repo: Path, monkeypatch: pytest.MonkeyPatch, hashed_on_load: int
+    sample_repo: Path, monkeypatch: pytest.MonkeyPatch, hashed_on_load: int, one_shot: bool
 ) -> None:
     # With nothing hashed on load, every flip reaches the decoders and the per-chunk sums.
     monkeypatch.setattr(integrity, "SMALL_FILE_BYTES", hashed_on_load)
@@ -320,6 +326,7 @@ def test_fuzzed_artifacts_give_correct_results_or_a_clean_error(
             path.write_bytes(bytes(data))
             try:
                 index = Index(generation)
+                index.one_shot = one_shot  # (a CLI's process: records read row by row)
                 _served_text_is_from_the_repository(index)
                 index.status()
                 outcomes["served"] += 1
