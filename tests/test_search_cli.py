@@ -115,6 +115,18 @@ def test_a_split_definitions_short_tail_never_takes_a_result_slot(repo: Path) ->
     assert [r.start_line for r in parts] == [1]  # the definition's first part stands for it
 
 
+def test_the_kept_columns_tell_a_row_alone_in_its_file_by_kind_and_symbol(repo: Path) -> None:
+    # (a result alone so needs no look at its file's rows: no split definition holds it)
+    index = Index.open(repo)
+    columns, files = index.row_columns, index._chunk_file
+    key = [(int(files[r]), columns.kinds[r], columns.symbols[r].lower()) for r in range(len(index))]
+    told = [columns.alone(r) for r in range(len(index))]
+    assert told == [key.count(k) == 1 for k in key]
+    assert not all(told) and any(told)  # (the split definition's parts share theirs)
+    shot = Index.open(repo, one_shot=True)  # nothing kept: never told
+    assert not any(shot.row_columns.alone(r) for r in range(len(shot)))
+
+
 def test_compression_keeps_the_line_that_answers(repo: Path) -> None:
     index = Index.open(repo)
     query = "how does url_for build an external URL with a scheme"

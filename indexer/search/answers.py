@@ -125,8 +125,8 @@ def fold_split_tails(
 
 def _first_part_if_tail(index: Any, row: int) -> int:
     columns = index.row_columns
-    if columns.kind_of(row) not in ("function", "method"):
-        return row  # the kinds column answers without decoding the chunk's record
+    if columns.kind_of(row) not in ("function", "method") or columns.alone(row):
+        return row  # the kept columns answer without decoding the chunk's record
     chunk = index.chunk_at(row, with_text=False)
     if (
         chunk.kind not in ("function", "method")
