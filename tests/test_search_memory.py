@@ -187,7 +187,7 @@ def test_decompressed_file_texts_are_kept_within_a_byte_bound(
 ) -> None:
     """A segment keeps the last files' decompressed texts (results cluster in few files), at
     most BLOCK_CACHE of them and BLOCK_CACHE_BYTES in all, the last one read always."""
-    from indexer.index import segment as segment_module
+    from indexer.index import segment_records as segment_module
 
     build_index(make_repo(many_functions(files=12)), index_dir=tmp_path / "idx", progress=False)
     index = Index(current_generation(tmp_path / "idx"))
