@@ -455,6 +455,10 @@ def test_small_codes_stay_mapped_with_the_same_neighbours(
     if Path("/proc/self/smaps").exists():
         assert resident_kb(kept.space.segments[0].dense.codes) > 0
         assert resident_kb(dropped.space.segments[0].dense.codes) == 0
+        # a one-shot process reads its rows through the map too, advised for random reads
+        # (smaps flag `rr`: a row read from disk reads its page, not the 128 KB around it)
+        assert "rr" in _smaps_field(shot.space.segments[0].dense.codes, "VmFlags:").split()
+        assert "rr" not in _smaps_field(kept.space.segments[0].dense.codes, "VmFlags:").split()
 
 
 def test_bad_dense_settings_are_one_line_errors(
@@ -505,8 +509,9 @@ def _smaps_field(array: np.ndarray, field: str) -> str:
 def test_the_codes_are_mapped_for_huge_pages(make_repo: MakeRepo, tmp_path: Path) -> None:
     """A long-lived process maps each segment's 8-bit codes with MADV_HUGEPAGE (smaps flag
     `hg`) and reads them back from disk in 2 MB folios, mapped by one fault each; the answers
-    are the one-shot pread path's. The other maps keep the kernel's default (a 2 MB fault for
-    a vocabulary lookup would keep 2 MB resident)."""
+    are a one-shot process's. The other maps keep the kernel's default (a 2 MB fault for
+    a vocabulary lookup would keep 2 MB resident), nor a one-shot process's (advised for
+    random reads)."""
     repo = make_repo(many_functions())
     build_index(repo, index_dir=tmp_path / "idx", progress=False)
     index = Index(current_generation(tmp_path / "idx"))
@@ -521,6 +526,7 @@ def test_the_codes_are_mapped_for_huge_pages(make_repo: MakeRepo, tmp_path: Path
     segment = index.space.segments[0]
     assert "hg" in _smaps_field(segment.dense.codes, "VmFlags:").split()
     assert "hg" not in _smaps_field(segment.postings[0], "VmFlags:").split()
+    assert "hg" not in _smaps_field(one_shot.space.segments[0].dense.codes, "VmFlags:").split()
 
 
 def test_search_over_segments_equals_the_merged_index(make_repo: MakeRepo, tmp_path: Path) -> None:
