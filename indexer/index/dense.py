@@ -191,8 +191,8 @@ class DenseIndex:
             return
         self.__dict__["_huge"] = True
         codes = self._mapped
-        mapped, path = getattr(codes, "_mmap", None), getattr(codes, "filename", None)
-        if not isinstance(mapped, mmap.mmap) or path is None or not hasattr(mmap, "MADV_HUGEPAGE"):
+        mapped, path = _own_map(codes), getattr(codes, "filename", None)
+        if mapped is None or path is None or not hasattr(mmap, "MADV_HUGEPAGE"):
             return
         try:
             mapped.madvise(mmap.MADV_HUGEPAGE)
@@ -212,12 +212,13 @@ class DenseIndex:
     def random_reads(self) -> None:
         """Map the codes for random reads (a one-shot process, once): a row read from disk reads
         its page, not the 128 KB around it (1,200 rows at 163k chunks out of the page cache:
-        ~32 ms, ~37 without, ~30 with a pread per run of rows; cached, 0.23 ms either way)."""
+        ~32 ms, ~37 without, ~30 with a pread per run of rows; cached in 4 KB pages 0.9-1.2 ms,
+        ~1-2 without; docs/benchmarks.md, thirty-first pass)."""
         if "_random" in self.__dict__ or self.directory is None:
             return
         self.__dict__["_random"] = True
-        mapped = getattr(self._mapped, "_mmap", None)  # np.memmap's own map
-        if isinstance(mapped, mmap.mmap) and hasattr(mmap, "MADV_RANDOM"):
+        mapped = _own_map(self._mapped)
+        if mapped is not None and hasattr(mmap, "MADV_RANDOM"):
             mapped.madvise(mmap.MADV_RANDOM)
 
     def release_codes(self) -> None:
@@ -225,8 +226,8 @@ class DenseIndex:
         A read maps the 64 KB around each row it touches (kernel fault-around), so without
         this a long-lived process ends up holding the whole file (DenseView._codes)."""
         # segment_format.release_pages does this for a plain map, but that module imports this one
-        mapped = getattr(self.__dict__.get("_mapped"), "_mmap", None)  # np.memmap's own map
-        if isinstance(mapped, mmap.mmap) and hasattr(mmap, "MADV_DONTNEED"):
+        mapped = _own_map(self.__dict__.get("_mapped"))  # (not mapped yet: nothing to drop)
+        if mapped is not None and hasattr(mmap, "MADV_DONTNEED"):
             mapped.madvise(mmap.MADV_DONTNEED)
 
     @cached_property
@@ -349,6 +350,12 @@ def mapped_file(array: np.ndarray, owner: object) -> tuple[int, int] | None:
     fd = os.open(path, os.O_RDONLY)
     weakref.finalize(owner, os.close, fd)
     return fd, int(getattr(base, "offset", 0))
+
+
+def _own_map(codes: object) -> mmap.mmap | None:
+    """The map under a np.memmap of codes (None for codes in memory)."""
+    mapped = getattr(codes, "_mmap", None)
+    return mapped if isinstance(mapped, mmap.mmap) else None
 
 
 def read_rows(

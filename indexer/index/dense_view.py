@@ -257,8 +257,9 @@ class DenseView:
             # nearly every code resident (40 MB at 163k chunks). Faulting them back costs
             # ~0.15 ms a query in a tight loop, 1-5 % of warm p50 in the bench
             # (docs/benchmarks.md). A one-shot process keeps what it maps (it ends with the
-            # command), advised for random reads: 1,200 rows at 163k chunks in 0.23 ms, where
-            # a preadv per run of rows took 2.7 ms of a cold search.
+            # command), advised for random reads: 1,200 rows at 163k chunks in 0.23-1.2 ms
+            # (the file cached in 2 MB folios or 4 KB pages), where a preadv per run of rows
+            # took 2.7-3.5 ms of a cold search.
             resident = self.one_shot or self._codes_bytes <= _RESIDENT_BYTES
             for i, (dense, _) in enumerate(self.parts):
                 if self.one_shot:
