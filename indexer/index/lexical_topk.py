@@ -102,7 +102,7 @@ class TopN(QueryPass):
         a, b = self._load(k, stop)
         rows, wide = self.rows[a:b], self.wide[a:b]
         self._contrib(rows, self.raw[a:b], self._terms(k, stop), wide)
-        np.add.at(self.s.acc, rows, wide)
+        self._add(rows, wide)
         self.full = b
         sums = self.s.acc.take(rows, out=self.s.get("c_sums", b - a, np.float64), mode="clip")
         picked: np.ndarray = rows[sums >= floor]
@@ -145,7 +145,7 @@ class TopN(QueryPass):
     def _keep(self, rows: np.ndarray, raw: np.ndarray, place: np.ndarray) -> np.ndarray:
         wide = np.empty(len(rows))
         self._contrib(rows, raw, place, wide)
-        np.add.at(self.s.acc, rows, wide)
+        self._add(rows, wide)
         self.kept.append((rows, place, wide))
         return rows
 
