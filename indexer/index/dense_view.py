@@ -36,10 +36,16 @@ from .reader import RowSpace
 # fused and dense recall equal the exact scan's (docs/benchmarks.md); the fetch of the 8-bit
 # codes grows with it. A large value makes every search exact.
 DEFAULT_CANDIDATE_FACTOR = 3
-# Mapped 8-bit codes read before their pages are dropped: 2 MB, one huge page
-# (DenseIndex.huge_pages), the windows aligned to the file's 2 MB boundaries: what a long-lived
-# process holds of them at most, in the middle of a query.
-_WINDOW_BYTES = 2 << 20
+# Mapped 8-bit codes read before their pages are dropped: 4 MB, two huge pages
+# (DenseIndex.huge_pages), the windows aligned to the file's 4 MB boundaries: what a long-lived
+# process holds of them at most, in the middle of a query. A drop costs ~10 us whatever it
+# holds, a huge page's fault ~3: at 163k chunks a search's 1,200 rows took 506 us with 2 MB
+# windows, 464 with 4 MB, 452 with 6 MB; the peak RSS grows by ~2 MB a step.
+_WINDOW_BYTES = 4 << 20
+# Few rows are read with a preadv per run instead (DenseIndex.rows): a fixed ~20 us and ~2 a
+# row, where each window a row is alone in costs a drop and a fault (~13 us). Measured at 163k
+# chunks: 10 scattered rows 34 us against 62, one row 22 against 16.
+_PREAD_US, _PREAD_ROW_US, _WINDOW_US = 20, 2, 13
 # Up to this many bytes of 8-bit codes in all (65k rows at 256 dimensions), a long-lived
 # process keeps the pages it read mapped instead: the whole of them costs it no more than a
 # few windows, and a search then neither drops windows nor faults them back (sympy, 38k rows:
@@ -252,10 +258,10 @@ class DenseView:
             raise CorruptIndexError(f"segments of one index have different vector codes; {REBUILD}")
         if self.one_shot or self._codes_mapped:
             # Through the segments' memory maps (mapped_codes_max). A long-lived process reads
-            # 2 MB of a file at a time and drops each window's pages once read: a query's rows
-            # are scattered, and the 64 KB the kernel maps around each would otherwise keep
-            # nearly every code resident (40 MB at 163k chunks). Faulting them back costs
-            # ~0.15 ms a query in a tight loop, 1-5 % of warm p50 in the bench
+            # 4 MB of a file at a time (_WINDOW_BYTES) and drops each window's pages once read:
+            # a query's rows are scattered, and the 64 KB the kernel maps around each would
+            # otherwise keep nearly every code resident (40 MB at 163k chunks). Faulting them
+            # back costs ~0.15 ms a query in a tight loop, 1-5 % of warm p50 in the bench
             # (docs/benchmarks.md). A one-shot process keeps what it maps (it ends with the
             # command), advised for random reads: 1,200 rows at 163k chunks in 0.23-1.2 ms
             # (the file cached in 2 MB folios or 4 KB pages), where a preadv per run of rows
@@ -273,6 +279,10 @@ class DenseView:
                     continue
                 start = dense.codes_offset + local * width
                 window = start // _WINDOW_BYTES
+                windows = int(np.count_nonzero(np.diff(window))) + 1 if len(window) else 0
+                if _PREAD_US + _PREAD_ROW_US * len(local) < _WINDOW_US * windows:
+                    out[mine] = dense.rows(local)  # (a few rows: read, not mapped)
+                    continue
                 across = (start + width - 1) // _WINDOW_BYTES != window
                 if across.any():  # a row across two windows (huge pages) is read on its own
                     out[mine[across]] = dense.rows(local[across])
