@@ -391,9 +391,9 @@ def test_a_long_lived_process_keeps_no_codes_resident(
     make_repo: MakeRepo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A long-lived process reads its candidates' 8-bit codes through the segments' maps a
-    window of rows at a time and drops each window's pages once read (a few rows: with pread),
-    or, above $INDEXER_MAPPED_CODES_MB of codes, with pread: the same neighbours and
-    similarities either way, and neither keeps the codes resident after a search."""
+    window of rows at a time and drops each window's pages once read, or, above
+    $INDEXER_MAPPED_CODES_MB of codes, with pread: the same neighbours and similarities either
+    way, and neither keeps the codes resident after a search."""
     monkeypatch.setenv("INDEXER_DENSE_CANDIDATES", "2")
     # several windows in a small index, and rows across two of them (read on their own)
     monkeypatch.setattr(dense_view, "_WINDOW_BYTES", 64 * 256)
@@ -416,16 +416,12 @@ def test_a_long_lived_process_keeps_no_codes_resident(
     np.testing.assert_array_equal(mapped.dense._codes(every), read.dense._codes(every))
     jumbled = _jumbled(len(mapped))  # each row lands in its own place
     np.testing.assert_array_equal(mapped.dense._codes(jumbled), read.dense._codes(every)[jumbled])
-    # A few rows, each alone in its window, are read with preadv, not through the map.
-    few = every[:: len(every) // 3][:3]
-    np.testing.assert_array_equal(mapped.dense._codes(few), read.dense._codes(few))
     if Path("/proc/self/smaps").exists():
         assert [resident_kb(s.dense.codes) for s in read.space.segments] == [0]
         codes = mapped.space.segments[0].dense.codes
         assert resident_kb(codes) == 0
         codes.take([0], axis=0)  # a read through the map stays resident...
         assert resident_kb(codes) > 0
-        monkeypatch.setattr(dense_view, "_PREAD_US", 10**6)  # (the search's rows: mapped)
         mapped.dense.search(queries[0], 10)
         assert resident_kb(codes) == 0  # ...until a search has read its rows through it
 

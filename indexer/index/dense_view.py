@@ -42,10 +42,6 @@ DEFAULT_CANDIDATE_FACTOR = 3
 # holds, a huge page's fault ~3: at 163k chunks a search's 1,200 rows took 506 us with 2 MB
 # windows, 464 with 4 MB, 452 with 6 MB; the peak RSS grows by ~2 MB a step.
 _WINDOW_BYTES = 4 << 20
-# Few rows are read with a preadv per run instead (DenseIndex.rows): a fixed ~20 us and ~2 a
-# row, where each window a row is alone in costs a drop and a fault (~13 us). Measured at 163k
-# chunks: 10 scattered rows 34 us against 62, one row 22 against 16.
-_PREAD_US, _PREAD_ROW_US, _WINDOW_US = 20, 2, 13
 # Up to this many bytes of 8-bit codes in all (65k rows at 256 dimensions), a long-lived
 # process keeps the pages it read mapped instead: the whole of them costs it no more than a
 # few windows, and a search then neither drops windows nor faults them back (sympy, 38k rows:
@@ -279,10 +275,6 @@ class DenseView:
                     continue
                 start = dense.codes_offset + local * width
                 window = start // _WINDOW_BYTES
-                windows = int(np.count_nonzero(np.diff(window))) + 1 if len(window) else 0
-                if _PREAD_US + _PREAD_ROW_US * len(local) < _WINDOW_US * windows:
-                    out[mine] = dense.rows(local)  # (a few rows: read, not mapped)
-                    continue
                 across = (start + width - 1) // _WINDOW_BYTES != window
                 if across.any():  # a row across two windows (huge pages) is read on its own
                     out[mine[across]] = dense.rows(local[across])
